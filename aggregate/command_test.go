@@ -1,0 +1,83 @@
+package aggregate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/stretchr/testify/require"
+)
+
+func TestScheduleCommandValidation(t *testing.T) {
+	good := aggregate.ScheduleCommand{Slot: "2026-12-02T14:00:00Z", Query: "espresso scale", Country: "US", Language: "en", Device: "mobile", Limit: 10}
+	tests := []struct {
+		name   string
+		mutate func(*aggregate.ScheduleCommand)
+		fields []string
+	}{
+		{"missing slot", func(c *aggregate.ScheduleCommand) { c.Slot = "" }, []string{"slot"}},
+		{"bad slot", func(c *aggregate.ScheduleCommand) { c.Slot = "tomorrow at nine" }, []string{"slot"}},
+		{"empty query", func(c *aggregate.ScheduleCommand) { c.Query = "   " }, []string{"query"}},
+		{"long query", func(c *aggregate.ScheduleCommand) { c.Query = string(make([]byte, 3000)) + "x" }, nil},
+		{"country", func(c *aggregate.ScheduleCommand) { c.Country = "USA" }, []string{"country"}},
+		{"language", func(c *aggregate.ScheduleCommand) { c.Language = "english" }, []string{"language"}},
+		{"device", func(c *aggregate.ScheduleCommand) { c.Device = "tablet" }, []string{"device"}},
+		{"limit", func(c *aggregate.ScheduleCommand) { c.Limit = 101 }, []string{"limit"}},
+		{"priority", func(c *aggregate.ScheduleCommand) { c.Priority = "urgent" }, []string{"priority"}},
+		{"account", func(c *aggregate.ScheduleCommand) { c.Account = "Main Account" }, []string{"account"}},
+		{"everything", func(c *aggregate.ScheduleCommand) { *c = aggregate.ScheduleCommand{Limit: -1} },
+			[]string{"slot", "query", "country", "language", "device", "limit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good
+			tt.mutate(&c)
+			_, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "test")
+			var ve *aggregate.ValidationError
+			require.ErrorAs(t, err, &ve)
+			if tt.fields != nil {
+				var got []string
+				for _, f := range ve.Fields {
+					got = append(got, f.Field)
+					require.NotEmpty(t, f.Message)
+				}
+				require.Equal(t, tt.fields, got)
+				require.Equal(t, "invalid_"+tt.fields[0], ve.Reason())
+			}
+		})
+	}
+}
+
+func TestJobIDIsTheObservation(t *testing.T) {
+	base := aggregate.ScheduleCommand{Slot: "2026-12-02T14:00:00Z", Query: "espresso scale", Country: "US", Language: "en", Device: "mobile"}
+	sched := func(c aggregate.ScheduleCommand) aggregate.Schedule {
+		s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "test")
+		require.NoError(t, err)
+		return s
+	}
+	a := sched(base)
+	require.Equal(t, `{"query":"espresso scale","country":"US","language":"en","device":"mobile","limit":10}`, a.Body,
+		"the body of the seed article, byte for byte")
+	require.Len(t, a.JobID, 32)
+
+	same := base
+	same.Slot = "2026-12-02T15:00:00+01:00"
+	same.Query = "  espresso   scale "
+	same.Country, same.Language, same.Device, same.Limit = "us", "EN", "Mobile", 10
+	same.Priority, same.Account = "high", "team-b"
+	require.Equal(t, a.JobID, sched(same).JobID, "the same slot and search in other spellings is the same job")
+
+	for name, mutate := range map[string]func(*aggregate.ScheduleCommand){
+		"next slot": func(c *aggregate.ScheduleCommand) { c.Slot = "2026-12-02T15:00:00Z" },
+		"query":     func(c *aggregate.ScheduleCommand) { c.Query = "espresso scales" },
+		"country":   func(c *aggregate.ScheduleCommand) { c.Country = "GB" },
+		"language":  func(c *aggregate.ScheduleCommand) { c.Language = "de" },
+		"device":    func(c *aggregate.ScheduleCommand) { c.Device = "desktop" },
+		"limit":     func(c *aggregate.ScheduleCommand) { c.Limit = 20 },
+	} {
+		c := base
+		mutate(&c)
+		require.NotEqual(t, a.JobID, sched(c).JobID, name)
+	}
+	require.Equal(t, time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC), a.NotBefore)
+}

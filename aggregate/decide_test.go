@@ -1,0 +1,328 @@
+package aggregate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOutcomeTable walks every row of the seed's retry decision table
+// (retry.mjs) and DESIGN's refinements: the events Decide writes after one
+// send, and whether the key survives.
+func TestOutcomeTable(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     aggregate.Outcome
+		types   []string
+		action  aggregate.Action
+		sameKey bool
+		status  aggregate.Status
+	}{
+		// retry.mjs: retryAction() with no status.
+		{"no reply", aggregate.Outcome{Unknown: "connection"}, []string{"OutcomeClassified"}, aggregate.ActionRetrySameKey, true, aggregate.StatusRetrying},
+		{"gateway page is unknown", aggregate.Outcome{Unknown: "gateway_page"}, []string{"OutcomeClassified"}, aggregate.ActionRetrySameKey, true, aggregate.StatusRetrying},
+		{"unreadable reply", aggregate.Outcome{Unknown: "unreadable_body"}, []string{"OutcomeClassified"}, aggregate.ActionRetrySameKey, true, aggregate.StatusRetrying},
+		{"409 in progress", aggregate.Outcome{Status: 409, Code: "idempotency_in_progress", RequestID: "r1"}, []string{"OutcomeClassified"}, aggregate.ActionRetrySameKey, true, aggregate.StatusRetrying},
+		{"409 replay unavailable", aggregate.Outcome{Status: 409, Code: "idempotency_replay_unavailable", RequestID: "r1"}, []string{"OutcomeClassified"}, aggregate.ActionReconcile, true, aggregate.StatusReconciling},
+		{"408", aggregate.Outcome{Status: 408, Code: "search_timeout", RequestID: "r1"}, []string{"OutcomeClassified", "KeyRotated"}, aggregate.ActionRetryNewKey, false, aggregate.StatusRetrying},
+		{"424", aggregate.Outcome{Status: 424, Code: "upstream_failed", RequestID: "r1"}, []string{"OutcomeClassified", "KeyRotated"}, aggregate.ActionRetryNewKey, false, aggregate.StatusRetrying},
+		{"503", aggregate.Outcome{Status: 503, Code: "service_unavailable", RequestID: "r1"}, []string{"OutcomeClassified", "KeyRotated"}, aggregate.ActionRetryNewKey, false, aggregate.StatusRetrying},
+		{"200", aggregate.Outcome{Status: 200, RequestID: "r1", Result: okResult, Pages: 1}, []string{"ObservationStored"}, aggregate.ActionStore, true, aggregate.StatusSucceeded},
+		{"422", aggregate.Outcome{Status: 422, Code: "invalid_request", RequestID: "r1"}, []string{"JobFailed"}, aggregate.ActionFail, true, aggregate.StatusFailed},
+		// DESIGN refinements.
+		{"503 billing unavailable keeps the key", aggregate.Outcome{Status: 503, Code: "billing_unavailable", RequestID: "r1"}, []string{"OutcomeClassified"}, aggregate.ActionRetrySameKey, true, aggregate.StatusRetrying},
+		{"429 waits and rotates", aggregate.Outcome{Status: 429, Code: "rate_limited", RequestID: "r1", RetryAfter: 30 * time.Second}, []string{"OutcomeClassified", "KeyRotated"}, aggregate.ActionRetryNewKey, false, aggregate.StatusRetrying},
+		{"401 fails", aggregate.Outcome{Status: 401, Code: "unauthorized", RequestID: "r1"}, []string{"JobFailed"}, aggregate.ActionFail, true, aggregate.StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := newJob(t)
+			key, try := j.send("w1")
+			tt.out.Key, tt.out.Try = key, try
+			evs := j.must(tt.out)
+			require.Equal(t, tt.types, types(evs))
+			require.Equal(t, tt.status, j.s.Status)
+			require.Equal(t, tt.sameKey, j.key() == key, "key kept")
+			if oc, ok := evs[0].Data.(events.OutcomeClassified); ok {
+				require.Equal(t, string(tt.action), oc.Action)
+				require.Equal(t, tt.out.Status, oc.Status)
+				require.Equal(t, tt.out.RequestID, oc.RequestID)
+				require.Equal(t, 1, oc.Attempt)
+				require.Equal(t, 1, oc.Sends)
+				if tt.out.RetryAfter > 0 {
+					require.False(t, oc.NextRunAt.Before(j.now.Add(tt.out.RetryAfter)), "Retry-After honoured")
+				}
+			}
+			if !tt.sameKey {
+				rot := evs[1].Data.(events.KeyRotated)
+				require.Equal(t, key, rot.OldKey)
+				require.Equal(t, j.s.BodySHA256, rot.BodySHA256)
+				require.Equal(t, 2, rot.Attempt)
+				// The new key is sent next, with the same body.
+				j.waitDue()
+				k2, _ := j.send("w1")
+				require.Equal(t, rot.NewKey, k2)
+			}
+			require.Empty(t, aggregate.Verify(j.log))
+		})
+	}
+}
+
+func TestUnknownAtDeadlineReconciles(t *testing.T) {
+	j := newJob(t)
+	key, try := j.send("w1")
+	deadline := t0.Add(13 * time.Minute)
+	for {
+		j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "timeout"})
+		require.False(t, j.s.NextRunAt.After(deadline), "a resend is never planned past the deadline")
+		j.waitDue()
+		evs := j.must(aggregate.Due{Worker: "w1"})
+		if d, ok := evs[0].Data.(events.DeadlineReached); ok {
+			require.Equal(t, key, d.Key)
+			require.Equal(t, deadline, d.Deadline)
+			require.Equal(t, aggregate.ReasonReplayDeadline, d.Reason)
+			break
+		}
+		sent := evs[0].Data.(events.Sent)
+		require.Equal(t, key, sent.Key, "same key until the outcome is definite")
+		require.True(t, j.now.Before(deadline))
+		try = sent.Try
+	}
+	require.Equal(t, aggregate.StatusReconciling, j.s.Status)
+	require.Equal(t, aggregate.StepReconcile, j.s.Next(j.now).Step)
+	_, err := j.try(aggregate.Due{Worker: "w1"})
+	require.ErrorIs(t, err, aggregate.ErrMustReconcile)
+	require.Equal(t, []string{key}, j.s.ReconcileQuery().Keys)
+	require.Empty(t, aggregate.Verify(j.log))
+}
+
+func TestReconciliation(t *testing.T) {
+	setup := func(t *testing.T) (*job, string) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable", RequestID: "req_A"})
+		require.Equal(t, aggregate.StatusReconciling, j.s.Status)
+		return j, key
+	}
+	t.Run("no charge rotates the key", func(t *testing.T) {
+		j, key := setup(t)
+		q := j.s.ReconcileQuery()
+		require.Equal(t, []string{"req_A"}, q.RequestIDs)
+		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs})
+		require.Equal(t, []string{"Reconciled", "KeyRotated"}, types(evs))
+		rec := evs[0].Data.(events.Reconciled)
+		require.Equal(t, aggregate.VerdictNotCharged, rec.Verdict)
+		require.Zero(t, rec.Charges)
+		require.NotEqual(t, key, j.key())
+		require.Equal(t, aggregate.StatusRetrying, j.s.Status)
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+	t.Run("a charge ends in charged_no_result", func(t *testing.T) {
+		j, key := setup(t)
+		q := j.s.ReconcileQuery()
+		entry := events.LedgerEntry{RequestID: "req_A", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000}
+		// The same charge found by key and by request id, and again on a
+		// retried look-up, counts once.
+		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs, Entries: []events.LedgerEntry{entry, entry, entry}})
+		rec := evs[0].Data.(events.Reconciled)
+		require.Equal(t, aggregate.VerdictCharged, rec.Verdict)
+		require.Equal(t, 1, rec.Charges)
+		require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+		require.True(t, j.s.Status.Terminal())
+		require.Equal(t, aggregate.StepDone, j.s.Next(j.now).Step)
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+	t.Run("other jobs' charges are ignored", func(t *testing.T) {
+		j, _ := setup(t)
+		q := j.s.ReconcileQuery()
+		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+			Entries: []events.LedgerEntry{{RequestID: "req_other", Key: "someone-else", BilledPages: 1}}})
+		require.Equal(t, aggregate.VerdictNotCharged, evs[0].Data.(events.Reconciled).Verdict)
+	})
+	t.Run("an answer must cover every key", func(t *testing.T) {
+		j, _ := setup(t)
+		_, err := j.try(aggregate.LedgerAnswer{RequestIDs: []string{"req_A"}})
+		require.ErrorIs(t, err, aggregate.ErrInvalidInput)
+	})
+	t.Run("not reconciling", func(t *testing.T) {
+		j := newJob(t)
+		_, err := j.try(aggregate.LedgerAnswer{})
+		require.ErrorIs(t, err, aggregate.ErrNotReconciling)
+	})
+}
+
+func TestRepurchaseIsDeliberate(t *testing.T) {
+	j := newJob(t)
+	key, try := j.send("w1")
+	j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable", RequestID: "req_A"})
+	q := j.s.ReconcileQuery()
+	j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+		Entries: []events.LedgerEntry{{RequestID: "req_A", Key: key, BilledPages: 1}}})
+	_, err := j.try(aggregate.AuthorizeRepurchase{By: "ops"})
+	require.ErrorIs(t, err, aggregate.ErrInvalidInput, "a reason is required")
+	evs := j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report needs it"})
+	require.Equal(t, []string{"RepurchaseAuthorized", "KeyRotated"}, types(evs))
+	k2, try2 := j.send("w1")
+	require.NotEqual(t, key, k2)
+	j.must(aggregate.Outcome{Key: k2, Try: try2, Status: 200, RequestID: "req_B", Result: okResult})
+	require.Equal(t, aggregate.StatusSucceeded, j.s.Status)
+	require.Empty(t, aggregate.Verify(j.log), "two purchases, one authorised")
+
+	_, err = j.try(aggregate.AuthorizeRepurchase{By: "ops", Reason: "again"})
+	require.ErrorIs(t, err, aggregate.ErrNotAllowed)
+}
+
+func TestClaimAndLease(t *testing.T) {
+	t.Run("not due before the slot", func(t *testing.T) {
+		j := newJob(t)
+		j.now = t0.Add(-time.Minute)
+		_, err := j.try(aggregate.Due{Worker: "w1"})
+		var nd *aggregate.NotDueError
+		require.ErrorAs(t, err, &nd)
+		require.Equal(t, t0, nd.Until)
+		require.ErrorIs(t, err, aggregate.ErrNotDue)
+	})
+	t.Run("a held lease keeps others out", func(t *testing.T) {
+		j := newJob(t)
+		j.send("w1")
+		j.now = j.now.Add(time.Minute)
+		_, err := j.try(aggregate.Due{Worker: "w2"})
+		var le *aggregate.LeasedError
+		require.ErrorAs(t, err, &le)
+		require.Equal(t, "w1", le.Worker)
+		require.Equal(t, aggregate.StepWait, j.s.Next(j.now).Step)
+	})
+	t.Run("a crashed worker's job resumes with the same key", func(t *testing.T) {
+		j := newJob(t)
+		key, _ := j.send("w1")
+		j.now = j.s.Lease.Until
+		require.Equal(t, aggregate.StepSend, j.s.Next(j.now).Step)
+		k2, try := j.send("w2")
+		require.Equal(t, key, k2)
+		require.Equal(t, 2, try)
+		// The first worker's late unknown outcome decides nothing.
+		_, err := j.try(aggregate.Outcome{Key: key, Try: 1, Unknown: "timeout"})
+		require.ErrorIs(t, err, aggregate.ErrStaleOutcome)
+		// Its late definite outcome does: it is a fact about the key.
+		evs := j.must(aggregate.Outcome{Key: key, Try: 1, Status: 200, RequestID: "r", Result: okResult})
+		require.Equal(t, []string{"ObservationStored"}, types(evs))
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+	t.Run("finished jobs take nothing", func(t *testing.T) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 200, RequestID: "r", Result: okResult})
+		for _, in := range []aggregate.Input{aggregate.Due{Worker: "w"}, aggregate.Outcome{Key: key, Try: try, Unknown: "x"},
+			aggregate.LedgerAnswer{}, aggregate.Cancel{By: "ops"}} {
+			_, err := j.try(in)
+			require.ErrorIs(t, err, aggregate.ErrTerminal, "%T", in)
+		}
+	})
+	t.Run("outcome of an old key", func(t *testing.T) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 408, Code: "search_timeout"})
+		_, err := j.try(aggregate.Outcome{Key: key, Try: try, Status: 200, Result: okResult})
+		require.ErrorIs(t, err, aggregate.ErrStaleOutcome)
+	})
+	t.Run("a 200 without a result is refused", func(t *testing.T) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		_, err := j.try(aggregate.Outcome{Key: key, Try: try, Status: 200})
+		require.ErrorIs(t, err, aggregate.ErrInvalidInput)
+	})
+	t.Run("schedule twice", func(t *testing.T) {
+		j := newJob(t)
+		sched, err := aggregate.NewSchedule(aggregate.ScheduleCommand{Slot: t0.Format(time.RFC3339), Query: "espresso scale",
+			Country: "us", Language: "EN", Device: "Mobile"}, aggregate.DefaultPolicy(), "test")
+		require.NoError(t, err)
+		require.Equal(t, j.s.JobID, sched.JobID, "same observation, same job")
+		_, err = j.try(sched)
+		require.ErrorIs(t, err, aggregate.ErrExists)
+	})
+	t.Run("due needs a worker", func(t *testing.T) {
+		j := newJob(t)
+		_, err := j.try(aggregate.Due{})
+		require.ErrorIs(t, err, aggregate.ErrInvalidInput)
+		_, err = aggregate.Decide(aggregate.State{}, aggregate.Due{Worker: "w"}, t0, &seqIDs{})
+		require.ErrorIs(t, err, aggregate.ErrNoJob)
+	})
+}
+
+func TestBudgets(t *testing.T) {
+	t.Run("keys", func(t *testing.T) {
+		p := aggregate.DefaultPolicy()
+		p.MaxKeys = 3
+		j := newJobWith(t, p)
+		var last []events.Event
+		for i := 0; i < 3; i++ {
+			j.waitDue()
+			key, try := j.send("w1")
+			last = j.must(aggregate.Outcome{Key: key, Try: try, Status: 408, Code: "search_timeout"})
+		}
+		require.Equal(t, []string{"OutcomeClassified", "JobFailed"}, types(last))
+		require.Equal(t, aggregate.ReasonKeyBudget, last[1].Data.(events.JobFailed).Reason)
+		require.Len(t, j.s.Attempts, 3)
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+	t.Run("age with a definite outcome fails", func(t *testing.T) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.now = t0.Add(24*time.Hour - time.Millisecond)
+		evs := j.must(aggregate.Outcome{Key: key, Try: try, Status: 503, Code: "service_unavailable"})
+		require.Equal(t, aggregate.ReasonAgeBudget, evs[1].Data.(events.JobFailed).Reason)
+	})
+	t.Run("age with an unknown outcome reconciles first", func(t *testing.T) {
+		p := aggregate.DefaultPolicy()
+		p.MaxAge = events.Duration(5 * time.Minute)
+		j := newJobWith(t, p)
+		key, try := j.send("w1")
+		j.now = t0.Add(4 * time.Minute)
+		var evs []events.Event
+		for {
+			j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "timeout"})
+			require.False(t, j.s.NextRunAt.After(t0.Add(5*time.Minute)), "capped at the age deadline")
+			j.waitDue()
+			evs = j.must(aggregate.Due{Worker: "w1"})
+			if _, ok := evs[0].Data.(events.DeadlineReached); ok {
+				break
+			}
+			try = evs[0].Data.(events.Sent).Try
+		}
+		require.Equal(t, aggregate.ReasonAgeBudget, evs[0].Data.(events.DeadlineReached).Reason)
+		q := j.s.ReconcileQuery()
+		evs = j.must(aggregate.LedgerAnswer{Keys: q.Keys})
+		require.Equal(t, []string{"Reconciled", "JobFailed"}, types(evs))
+	})
+}
+
+func TestCancel(t *testing.T) {
+	j := newJob(t)
+	key, try := j.send("w1")
+	_, err := j.try(aggregate.Cancel{By: "ops"})
+	require.ErrorIs(t, err, aggregate.ErrLeased, "not while a request is in flight")
+	j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "connection"})
+	evs := j.must(aggregate.Cancel{By: "ops", Reason: "not needed"})
+	c := evs[0].Data.(events.JobCancelled)
+	require.Equal(t, key, c.Unresolved, "the unresolved key is named for the audit")
+	require.Equal(t, aggregate.StatusCancelled, j.s.Status)
+}
+
+func TestApplyDoesNotChangeItsInput(t *testing.T) {
+	j := newJob(t)
+	key, try := j.send("w1")
+	before := j.s
+	evs, err := aggregate.Decide(before, aggregate.Outcome{Key: key, Try: try, Status: 408, Code: "search_timeout", RequestID: "r"}, j.now, j.ids)
+	require.NoError(t, err)
+	snapshot := aggregate.Fold(j.log)
+	after := before
+	for _, e := range evs {
+		after = aggregate.Apply(after, e)
+	}
+	require.Equal(t, snapshot, before)
+	require.Len(t, after.Attempts, 2)
+	require.Equal(t, aggregate.Fold(append(j.log, evs...)), after)
+}

@@ -1,0 +1,167 @@
+package aggregate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/serpent-engine/serpent/events"
+)
+
+// Rules Verify checks, named as in reports.
+const (
+	RuleFirstEvent      = "first_event"              // the history starts with one JobScheduled
+	RuleOneJob          = "one_job"                  // every event names the same job
+	RuleGapless         = "gapless_versions"         // versions run 1, 2, 3, ...
+	RuleKeyPersisted    = "key_persisted_before_use" // a key is stored before a request carries it
+	RuleOneBody         = "one_body"                 // every key carries the job's body bytes
+	RuleDeadline        = "never_past_deadline"      // no send after first_send + window - margin
+	RuleStaleKey        = "only_current_key"         // a replaced key is never sent again
+	RuleDefiniteFirst   = "definite_before_new_key"  // a new key only after a definite outcome
+	RuleConcurrentSend  = "one_sender"               // no send while another worker's lease holds
+	RuleOnePurchase     = "at_most_one_purchase"     // unless a re-purchase was authorised
+	RuleAfterTerminal   = "nothing_after_terminal"   // a finished job stays finished
+	RuleRepurchaseState = "repurchase_after_charge"  // re-purchase only of charged_no_result
+)
+
+// Violation is one broken promise in a job's history.
+type Violation struct {
+	JobID   string `json:"job_id"`
+	Version uint64 `json:"version"`
+	Rule    string `json:"rule"`
+	Detail  string `json:"detail"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("job %s v%d: %s: %s", v.JobID, v.Version, v.Rule, v.Detail)
+}
+
+// keyTrack is what Verify remembers of one key.
+type keyTrack struct {
+	key       string
+	firstSend time.Time
+	deadline  time.Time
+	sent      bool
+	definite  bool
+}
+
+// Verify checks one job's history, in order, against serpent's promises
+// (DESIGN section 2, promises 2 to 4) and the shape of a log. It returns
+// every violation found; an empty result means the history keeps them.
+func Verify(evs []events.Event) []Violation {
+	var (
+		out        []Violation
+		s          State
+		keys       []keyTrack
+		purchases  int
+		authorised int
+		lease      Lease
+		outcome    = true // no send is waiting for its outcome
+	)
+	flag := func(e events.Event, rule, format string, args ...any) {
+		out = append(out, Violation{JobID: e.JobID, Version: e.Version, Rule: rule, Detail: fmt.Sprintf(format, args...)})
+	}
+	find := func(key string) *keyTrack {
+		for i := range keys {
+			if keys[i].key == key {
+				return &keys[i]
+			}
+		}
+		return nil
+	}
+	current := func() *keyTrack {
+		if len(keys) == 0 {
+			return nil
+		}
+		return &keys[len(keys)-1]
+	}
+	for i, e := range evs {
+		if want := uint64(i + 1); e.Version != want {
+			flag(e, RuleGapless, "version %d where %d was due", e.Version, want)
+		}
+		if i > 0 && e.JobID != evs[0].JobID {
+			flag(e, RuleOneJob, "event of job %s in the history of %s", e.JobID, evs[0].JobID)
+		}
+		if _, ok := e.Data.(events.JobScheduled); ok != (i == 0) {
+			flag(e, RuleFirstEvent, "%s at position %d", e.Type(), i+1)
+		}
+		if _, again := e.Data.(events.RepurchaseAuthorized); s.Status.Terminal() && !(again && s.Status == StatusChargedNoResult) {
+			flag(e, RuleAfterTerminal, "%s after the job was %s", e.Type(), s.Status)
+		}
+		switch d := e.Data.(type) {
+		case events.JobScheduled:
+			if BodyHash(d.Body) != d.BodySHA256 {
+				flag(e, RuleOneBody, "body hash %s does not match the body", d.BodySHA256)
+			}
+		case events.AttemptCreated:
+			if d.BodySHA256 != s.BodySHA256 {
+				flag(e, RuleOneBody, "key %s stored with body %s, the job's body is %s", d.Key, d.BodySHA256, s.BodySHA256)
+			}
+			keys = append(keys, keyTrack{key: d.Key})
+		case events.KeyRotated:
+			if d.BodySHA256 != s.BodySHA256 {
+				flag(e, RuleOneBody, "key %s stored with body %s, the job's body is %s", d.NewKey, d.BodySHA256, s.BodySHA256)
+			}
+			if old := find(d.OldKey); old != nil && old.sent && !old.definite {
+				flag(e, RuleDefiniteFirst, "new key %s while the outcome of %s was unknown", d.NewKey, d.OldKey)
+			}
+			keys = append(keys, keyTrack{key: d.NewKey})
+		case events.Sent:
+			k := find(d.Key)
+			switch {
+			case k == nil:
+				flag(e, RuleKeyPersisted, "key %s sent but never stored", d.Key)
+			case k != current():
+				flag(e, RuleStaleKey, "key %s sent after it was replaced", d.Key)
+			}
+			if k != nil {
+				if !k.sent {
+					k.sent, k.firstSend = true, e.Time
+					k.deadline = KeyDeadline(s.Policy, e.Time)
+				} else if !e.Time.Before(k.deadline) {
+					flag(e, RuleDeadline, "key %s sent at %s, its deadline was %s", d.Key,
+						e.Time.Format(time.RFC3339Nano), k.deadline.Format(time.RFC3339Nano))
+				}
+			}
+			if !outcome && e.Time.Before(lease.Until) && d.Worker != lease.Worker {
+				flag(e, RuleConcurrentSend, "%s sent while %s held the lease until %s", d.Worker,
+					lease.Worker, lease.Until.Format(time.RFC3339Nano))
+			}
+			lease, outcome = Lease{Worker: d.Worker, Until: d.LeaseUntil}, false
+		case events.OutcomeClassified:
+			if k := find(d.Key); k != nil && Class(d.Class).Definite() {
+				k.definite = true
+			}
+			outcome = true
+		case events.DeadlineReached:
+			outcome = true
+		case events.Reconciled:
+			for _, key := range d.Keys {
+				if k := find(key); k != nil {
+					k.definite = true
+				}
+			}
+			if d.Verdict == VerdictCharged {
+				purchases++
+			}
+		case events.ObservationStored:
+			purchases++
+			outcome = true
+		case events.JobFailed, events.JobCancelled:
+			outcome = true
+		case events.RepurchaseAuthorized:
+			if s.Status != StatusChargedNoResult {
+				flag(e, RuleRepurchaseState, "re-purchase authorised while the job was %s", s.Status)
+			}
+			authorised++
+			if k := current(); k != nil {
+				k.definite = true
+			}
+		}
+		if purchases > 1+authorised {
+			flag(e, RuleOnePurchase, "%d purchases with %d authorised re-purchases", purchases, authorised)
+			authorised = purchases // report each extra purchase once
+		}
+		s.apply(e)
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package aggregate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/stretchr/testify/require"
+)
+
+// history returns a clean log: an unknown outcome, a same-key resend, a 408,
+// a new key and a success.
+func history(t *testing.T) []events.Event {
+	j := newJob(t)
+	key, try := j.send("w1")
+	j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "timeout"})
+	j.waitDue()
+	key, try = j.send("w1")
+	j.must(aggregate.Outcome{Key: key, Try: try, Status: 408, Code: "search_timeout", RequestID: "r1"})
+	j.waitDue()
+	key, try = j.send("w2")
+	j.must(aggregate.Outcome{Key: key, Try: try, Status: 200, RequestID: "r2", Result: okResult})
+	require.Empty(t, aggregate.Verify(j.log))
+	return j.log
+}
+
+func TestVerifyFlagsDoctoredHistories(t *testing.T) {
+	find := func(log []events.Event, typ string, nth int) int {
+		for i, e := range log {
+			if e.Type() == typ {
+				if nth == 0 {
+					return i
+				}
+				nth--
+			}
+		}
+		t.Fatalf("no %s #%d", typ, nth)
+		return -1
+	}
+	tests := []struct {
+		name   string
+		doctor func([]events.Event) []events.Event
+		rule   string
+	}{
+		{"gap in versions", func(l []events.Event) []events.Event { return append(l[:3:3], l[4:]...) }, aggregate.RuleGapless},
+		{"resent past the deadline", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeSent, 1)
+			l[i].Time = l[find(l, events.TypeSent, 0)].Time.Add(14 * time.Minute)
+			return l
+		}, aggregate.RuleDeadline},
+		{"body changed", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeKeyRotated, 0)
+			r := l[i].Data.(events.KeyRotated)
+			r.BodySHA256 = aggregate.BodyHash(`{"query":"other"}`)
+			l[i].Data = r
+			return l
+		}, aggregate.RuleOneBody},
+		{"new key after an unknown outcome", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeOutcomeClassified, 1)
+			o := l[i].Data.(events.OutcomeClassified)
+			o.Status, o.Code, o.Class = 0, "", string(aggregate.ClassUnknown)
+			l[i].Data = o
+			return l
+		}, aggregate.RuleDefiniteFirst},
+		{"key never stored", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeSent, 2)
+			s := l[i].Data.(events.Sent)
+			s.Key = "made-up"
+			l[i].Data = s
+			return l
+		}, aggregate.RuleKeyPersisted},
+		{"old key resent", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeSent, 2)
+			s := l[i].Data.(events.Sent)
+			s.Key = l[find(l, events.TypeSent, 0)].Data.(events.Sent).Key
+			l[i].Data = s
+			return l
+		}, aggregate.RuleStaleKey},
+		{"second charge", func(l []events.Event) []events.Event {
+			last := l[len(l)-1]
+			extra := last
+			extra.Version++
+			extra.Data = events.Reconciled{Verdict: aggregate.VerdictCharged, Charges: 1}
+			return append(l, extra)
+		}, aggregate.RuleOnePurchase},
+		{"two senders", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeOutcomeClassified, 0)
+			s := l[i-1]
+			s.Data = events.Sent{Key: s.Data.(events.Sent).Key, Try: 9, Worker: "intruder", LeaseUntil: s.Time.Add(time.Minute), Deadline: s.Data.(events.Sent).Deadline}
+			l[i] = s
+			l[i].Version = l[i-1].Version + 1
+			return l
+		}, aggregate.RuleConcurrentSend},
+		{"work after the end", func(l []events.Event) []events.Event {
+			last := l[len(l)-1]
+			extra := last
+			extra.Version++
+			extra.Data = events.JobCancelled{By: "ops"}
+			return append(l, extra)
+		}, aggregate.RuleAfterTerminal},
+		{"starts mid-way", func(l []events.Event) []events.Event {
+			l = l[1:]
+			for i := range l {
+				l[i].Version = uint64(i + 1)
+			}
+			return l
+		}, aggregate.RuleFirstEvent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := tt.doctor(append([]events.Event(nil), history(t)...))
+			v := aggregate.Verify(log)
+			require.NotEmpty(t, v)
+			rules := make([]string, len(v))
+			for i, x := range v {
+				rules[i] = x.Rule
+				require.NotEmpty(t, x.JobID)
+			}
+			require.Contains(t, rules, tt.rule)
+		})
+	}
+}

@@ -1,0 +1,21 @@
+// Command serpent executes scheduled, paid Google-SERP observations so that
+// each is bought at most once. Run "serpent help" for the subcommands.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serpent:", err)
+		os.Exit(exitCode(err))
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand of the serpent binary.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error
+}
+
+// commands lists every subcommand; each lives in a file of its own.
+func commands() []command {
+	cmds := []command{
+		{name: "help", summary: "show this help, or the help of a subcommand", run: runHelp},
+		{name: "version", summary: "print the version", run: runVersion},
+	}
+	cmds = append(cmds, extraCommands...)
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	return cmds
+}
+
+// extraCommands is filled by the init functions of the subcommand files.
+var extraCommands []command
+
+func register(c command) { extraCommands = append(extraCommands, c) }
+
+// exitError carries a process exit code; it is how a subcommand reports
+// "ran fine, but found a problem" (for example an audit violation).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// errUsage marks a mistake in how the command was called.
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+// run is the whole program: main only wires it to the process.
+func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return runHelp(ctx, nil, env, stdout, stderr)
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" || name == "-help" {
+		name = "help"
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, args[1:], env, stdout, stderr)
+		}
+	}
+	return fmt.Errorf("%w: unknown command %q (run \"serpent help\")", errUsage, name)
+}
+
+func runHelp(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		for _, c := range commands() {
+			if c.name == args[0] && c.name != "help" {
+				return c.run(ctx, []string{"-h"}, env, stdout, stderr)
+			}
+		}
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+	var b strings.Builder
+	b.WriteString("serpent buys scheduled Google-SERP observations from the Serper.live API exactly once.\n\n")
+	b.WriteString("Usage: serpent <command> [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-12s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun \"serpent help <command>\" for the flags of a command.\n")
+	_, err := io.WriteString(stdout, b.String())
+	return err
+}
