@@ -97,5 +97,11 @@ func Jitter(jobID string, n int) float64 {
 	h.Write([]byte(jobID))
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.Itoa(n)))
-	return float64(h.Sum64()>>11) / float64(1<<53)
+	// FNV alone keeps neighbouring inputs close; a splitmix64 finaliser
+	// spreads them over the whole range.
+	z := h.Sum64()
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / float64(1<<53)
 }

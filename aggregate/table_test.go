@@ -73,14 +73,16 @@ func TestBackoff(t *testing.T) {
 	require.Equal(t, 30*time.Second, aggregate.Backoff(p, 0, 0, 30*time.Second), "Retry-After honoured")
 	require.Equal(t, p.RetryAfterMax.D(), aggregate.Backoff(p, 0, 0, 24*time.Hour), "within bounds")
 
-	seen := map[float64]bool{}
-	for n := 0; n < 100; n++ {
+	var deciles [10]int
+	for n := 0; n < 1000; n++ {
 		j := aggregate.Jitter("job", n)
 		require.GreaterOrEqual(t, j, 0.0)
 		require.Less(t, j, 1.0)
-		seen[j] = true
+		deciles[int(j*10)]++
 	}
-	require.Greater(t, len(seen), 90, "jitter spreads")
+	for i, c := range deciles {
+		require.InDelta(t, 100, c, 40, "jitter spreads evenly: decile %d has %d of 1000", i, c)
+	}
 	require.Equal(t, aggregate.Jitter("job", 3), aggregate.Jitter("job", 3), "and is replayable")
 	require.Equal(t, time.Date(2026, 12, 2, 14, 13, 0, 0, time.UTC), aggregate.KeyDeadline(p, t0))
 }

@@ -1,0 +1,84 @@
+// Package sandbox simulates the Serper.live search API: the contract of
+// DESIGN.md section 1, a billing ledger, statistics, and seeded faults. Tests,
+// the demo, chaos runs and benchmarks talk to it instead of the paid API.
+//
+// # Endpoints
+//
+//	POST /v1/search                 the search (bearer token, Idempotency-Key: a UUID)
+//	GET  /v1/billing/ledger         ?idempotencyKey=K&requestId=R (repeatable, or comma lists)
+//	GET  /v1/sandbox/stats          counters (see Stats); bearer token too
+//
+// # Keys
+//
+// Each Idempotency-Key goes through running, finished and expired:
+//
+//   - A fresh key is validated (401 and 422 are answered before the key is
+//     recorded: they are not executions, not billed, not cached), then
+//     recorded as running and executed. Others sending the key meanwhile get
+//     409 idempotency_in_progress.
+//   - A finished key replays its first response (status and body, success or
+//     failure) with Idempotent-Replayed: true, for ReplayWindow from the
+//     execution's start. A different body under a known key still gets the
+//     original response and counts as a body violation in Stats.
+//   - Past the window, or after an EarlyExpiry fault, the cached response is
+//     gone. A billed key (one with a ledger entry: the search returned pages
+//     with results) then answers 409 idempotency_replay_unavailable with the
+//     original requestId, forever. An unbilled key (a failure, a zero-result
+//     search) is forgotten: the next request with it runs a fresh search.
+//
+// A search runs for SearchTime (SlowSearchTime under the SlowSearch fault),
+// detached from the request: a client that hangs up does not stop it, and it
+// is still billed and cached. Closing the server stops running searches.
+//
+// # Billing
+//
+// A search with results bills its pages (ceil(limit/10)): the account's free
+// pages first, then PriceMicros per page. It gets exactly one ledger entry,
+// even when all its pages were free. Zero-result searches and failures cost
+// nothing and have no entry. Queries starting with ZeroResultsPrefix always
+// have zero results.
+//
+// # Faults
+//
+// Each fault has a probability in Faults. Draws come from one math/rand
+// source seeded with Seed, in a fixed order per request, so a seed replays
+// the same fault sequence for the same order of requests; concurrent clients
+// change that order, and so the sequence. What each fault does:
+//
+//   - DropBeforeSearch, GatewayPage502: checked on every search request,
+//     before authentication and the key lookup. The connection is closed
+//     without a reply, or an HTML 502 page is sent. Nothing runs, nothing is
+//     recorded: a resend of a fresh key runs it for the first time, a resend
+//     of a known key replays as usual.
+//   - RateLimited429: fresh keys only. A confirmed 429 rate_limited with
+//     Retry-After; nothing runs and the key is not recorded. Known keys are
+//     never rate limited: a 429 on a key that was billed would tempt a client
+//     into buying again under a new key.
+//   - SlowSearch: the search takes SlowSearchTime (default 110 s, longer than
+//     any client's 100 s timeout); the key is in progress meanwhile.
+//   - Timeout408, Failed424, Unavailable503: the execution fails with 408
+//     search_timeout, 424 upstream_failed or 503 service_unavailable. It is
+//     not billed, and its failure is the cached first response: a same-key
+//     resend replays it.
+//   - ZeroResults: the search succeeds with "organic":[] and "pages":0; free.
+//   - BillingUnavailable503 (searches with results only): the search ran, its
+//     result is cached and it is billed, but this reply is 503
+//     billing_unavailable carrying the execution's requestId. The 503 is not
+//     the cached response: a same-key resend replays the 200 (and the ledger
+//     shows the single charge), so the original settles without a second
+//     charge.
+//   - DropAfterSearch: the search ran and its response was cached (and
+//     billed, if it had results), then the connection is closed without a
+//     reply. A resend replays the cached response.
+//   - GatewayPage504: like DropAfterSearch, but an HTML 504 page is sent.
+//   - EarlyExpiry: when the search finishes, its cached response is dropped
+//     at once (the reply in flight is still sent). The next resend of a
+//     billed key gets idempotency_replay_unavailable; of an unbilled key, a
+//     fresh search.
+//
+// The faults after the search (BillingUnavailable503, DropAfterSearch,
+// GatewayPage504) only alter the reply to the request that started the
+// execution; none of them ever causes a second execution of a known key.
+// SetFaults changes the probabilities of a running server, which lets a test
+// walk one key through several faults in turn.
+package sandbox

@@ -1,0 +1,99 @@
+package sandbox
+
+import (
+	"math/rand"
+	"strings"
+)
+
+// FaultKind names a fault in Stats.Faults.
+type FaultKind string
+
+// The faults, in the order they are drawn.
+const (
+	FaultDropBeforeSearch      FaultKind = "drop_before_search"
+	FaultGatewayPage502        FaultKind = "gateway_page_502"
+	FaultRateLimited429        FaultKind = "rate_limited_429"
+	FaultSlowSearch            FaultKind = "slow_search"
+	FaultTimeout408            FaultKind = "timeout_408"
+	FaultFailed424             FaultKind = "failed_424"
+	FaultUnavailable503        FaultKind = "unavailable_503"
+	FaultZeroResults           FaultKind = "zero_results"
+	FaultBillingUnavailable503 FaultKind = "billing_unavailable_503"
+	FaultDropAfterSearch       FaultKind = "drop_after_search"
+	FaultGatewayPage504        FaultKind = "gateway_page_504"
+	FaultEarlyExpiry           FaultKind = "early_expiry"
+)
+
+// FaultKinds lists every fault kind in draw order.
+func FaultKinds() []FaultKind {
+	return []FaultKind{FaultDropBeforeSearch, FaultGatewayPage502, FaultRateLimited429, FaultSlowSearch,
+		FaultTimeout408, FaultFailed424, FaultUnavailable503, FaultZeroResults,
+		FaultBillingUnavailable503, FaultDropAfterSearch, FaultGatewayPage504, FaultEarlyExpiry}
+}
+
+// dice draws faults from one seeded source. Every draw consumes one number
+// whatever the probability, so the sequence for a seed does not depend on
+// which faults are switched on. Callers hold the server's lock.
+type dice struct{ rng *rand.Rand }
+
+func newDice(seed int64) dice { return dice{rng: rand.New(rand.NewSource(seed))} }
+
+func (d dice) roll(p float64) bool { return d.rng.Float64() < p }
+
+// transportFaults happen in front of the API, to any search request.
+type transportFaults struct{ dropBefore, gateway502 bool }
+
+func (d dice) transport(f Faults) transportFaults {
+	drop := d.roll(f.DropBeforeSearch)
+	gw := d.roll(f.GatewayPage502)
+	return transportFaults{dropBefore: drop, gateway502: gw && !drop}
+}
+
+// plan is what will happen to one execution of a fresh key, drawn when the
+// key is recorded.
+type plan struct {
+	slow    bool
+	failure FaultKind // FaultTimeout408, FaultFailed424, FaultUnavailable503 or ""
+	zero    bool
+	// After the search, to the reply of the request that started it:
+	billing503, dropAfter, gateway504 bool
+	earlyExpiry                       bool
+}
+
+func (d dice) plan(f Faults) plan {
+	var p plan
+	p.slow = d.roll(f.SlowSearch)
+	for _, c := range []struct {
+		kind FaultKind
+		prob float64
+	}{{FaultTimeout408, f.Timeout408}, {FaultFailed424, f.Failed424}, {FaultUnavailable503, f.Unavailable503}} {
+		if d.roll(c.prob) && p.failure == "" {
+			p.failure = c.kind
+		}
+	}
+	p.zero = d.roll(f.ZeroResults) && p.failure == ""
+	p.billing503 = d.roll(f.BillingUnavailable503)
+	p.dropAfter = d.roll(f.DropAfterSearch) && !p.billing503
+	p.gateway504 = d.roll(f.GatewayPage504) && !p.billing503 && !p.dropAfter
+	p.earlyExpiry = d.roll(f.EarlyExpiry)
+	return p
+}
+
+// String lists the faults of the plan, for logs: "none" or "slow_search,drop_after_search".
+func (p plan) String() string {
+	var names []string
+	for _, f := range []struct {
+		on   bool
+		kind FaultKind
+	}{{p.slow, FaultSlowSearch}, {p.failure != "", p.failure}, {p.zero, FaultZeroResults},
+		{p.billing503, FaultBillingUnavailable503}, {p.dropAfter, FaultDropAfterSearch},
+		{p.gateway504, FaultGatewayPage504}, {p.earlyExpiry, FaultEarlyExpiry}} {
+		if f.on {
+			names = append(names, string(f.kind))
+		}
+	}
+	if names == nil {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}

@@ -1,0 +1,128 @@
+package sandbox_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/serper/sandbox"
+)
+
+// TestEachFault checks what every fault does to the first request of a fresh
+// key, and that a clean resend of the key never executes it twice.
+func TestEachFault(t *testing.T) {
+	tests := []struct {
+		fault     sandbox.Faults
+		kind      sandbox.FaultKind
+		status    int    // 0: the connection is dropped
+		code      string // envelope code, "" for 200 and HTML
+		html      bool
+		executed  bool
+		charges   int
+		resend    int // status of a clean resend of the same key
+		replayed  bool
+		violation bool
+	}{
+		{fault: sandbox.Faults{DropBeforeSearch: 1}, kind: sandbox.FaultDropBeforeSearch, resend: 200},
+		{fault: sandbox.Faults{GatewayPage502: 1}, kind: sandbox.FaultGatewayPage502, status: 502, html: true, resend: 200},
+		{fault: sandbox.Faults{RateLimited429: 1}, kind: sandbox.FaultRateLimited429, status: 429, code: "rate_limited", resend: 200},
+		{fault: sandbox.Faults{Timeout408: 1}, kind: sandbox.FaultTimeout408, status: 408, code: "search_timeout", executed: true, resend: 408, replayed: true},
+		{fault: sandbox.Faults{Failed424: 1}, kind: sandbox.FaultFailed424, status: 424, code: "upstream_failed", executed: true, resend: 424, replayed: true},
+		{fault: sandbox.Faults{Unavailable503: 1}, kind: sandbox.FaultUnavailable503, status: 503, code: "service_unavailable", executed: true, resend: 503, replayed: true},
+		{fault: sandbox.Faults{ZeroResults: 1}, kind: sandbox.FaultZeroResults, status: 200, executed: true, resend: 200, replayed: true},
+		{fault: sandbox.Faults{BillingUnavailable503: 1}, kind: sandbox.FaultBillingUnavailable503, status: 503, code: "billing_unavailable", executed: true, charges: 1, resend: 200, replayed: true},
+		{fault: sandbox.Faults{DropAfterSearch: 1}, kind: sandbox.FaultDropAfterSearch, executed: true, charges: 1, resend: 200, replayed: true},
+		{fault: sandbox.Faults{GatewayPage504: 1}, kind: sandbox.FaultGatewayPage504, status: 504, html: true, executed: true, charges: 1, resend: 200, replayed: true},
+		{fault: sandbox.Faults{EarlyExpiry: 1}, kind: sandbox.FaultEarlyExpiry, status: 200, executed: true, charges: 1, resend: 409},
+		{fault: sandbox.Faults{SlowSearch: 1}, kind: sandbox.FaultSlowSearch, status: 200, executed: true, charges: 1, resend: 200, replayed: true},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind), func(t *testing.T) {
+			e := setup(t, sandbox.Config{SlowSearchTime: time.Millisecond, RetryAfter: 1500 * time.Millisecond})
+			e.srv.SetFaults(tt.fault)
+			key := uuid.NewString()
+			r := e.search(key, espresso)
+			if tt.status == 0 {
+				require.Error(t, r.err, "the connection is dropped")
+			} else {
+				require.NoError(t, r.err)
+				require.Equal(t, tt.status, r.status, "%s", r.body)
+			}
+			switch {
+			case tt.html:
+				require.Contains(t, r.header.Get("Content-Type"), "text/html")
+				require.Contains(t, string(r.body), "<html>")
+			case tt.code != "":
+				require.Equal(t, tt.code, r.errorField(t, "code"))
+			}
+			if tt.kind == sandbox.FaultRateLimited429 {
+				require.Equal(t, "2", r.header.Get("Retry-After"), "whole seconds, rounded up")
+			}
+			if tt.kind == sandbox.FaultZeroResults {
+				require.Equal(t, []any{}, r.json(t)["organic"])
+				require.Equal(t, float64(0), r.json(t)["pages"])
+			}
+			st := e.srv.Stats()
+			require.Equal(t, 1, st.Faults[tt.kind], "%v", st.Faults)
+			require.Equal(t, tt.executed, st.Executions == 1)
+
+			e.srv.SetFaults(sandbox.Faults{})
+			again := e.search(key, espresso)
+			require.NoError(t, again.err)
+			require.Equal(t, tt.resend, again.status, "%s", again.body)
+			require.Equal(t, tt.replayed, again.header.Get("Idempotent-Replayed") == "true")
+			st = e.srv.Stats()
+			require.Equal(t, 1, st.Executions, "never a second execution of a key")
+			if tt.executed {
+				require.Equal(t, tt.charges, st.Charges)
+			} else {
+				require.Equal(t, 1, st.Charges, "the first execution was the resend")
+			}
+		})
+	}
+}
+
+func TestTransportFaultsHitKnownKeysWithoutRunningThem(t *testing.T) {
+	e := setup(t, sandbox.Config{})
+	key := uuid.NewString()
+	require.Equal(t, http.StatusOK, e.search(key, espresso).status)
+	e.srv.SetFaults(sandbox.Faults{DropBeforeSearch: 1})
+	require.Error(t, e.search(key, espresso).err)
+	e.srv.SetFaults(sandbox.Faults{GatewayPage502: 1, RateLimited429: 1})
+	require.Equal(t, http.StatusBadGateway, e.search(key, espresso).status)
+	e.srv.SetFaults(sandbox.Faults{RateLimited429: 1})
+	r := e.search(key, espresso)
+	require.Equal(t, http.StatusOK, r.status, "known keys are never rate limited")
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	st := e.srv.Stats()
+	require.Equal(t, 1, st.Executions)
+	require.Equal(t, 1, st.Charges)
+}
+
+// TestSeedReproducesFaults runs the same requests, in the same order, on two
+// sandboxes with one seed: same outcomes. Another seed gives another sequence.
+func TestSeedReproducesFaults(t *testing.T) {
+	faults := sandbox.Faults{DropBeforeSearch: 0.1, GatewayPage502: 0.1, RateLimited429: 0.1, Timeout408: 0.1,
+		Failed424: 0.1, Unavailable503: 0.1, ZeroResults: 0.1, BillingUnavailable503: 0.1, DropAfterSearch: 0.1,
+		GatewayPage504: 0.1, EarlyExpiry: 0.1}
+	run := func(seed int64) []string {
+		e := setup(t, sandbox.Config{Seed: seed, Faults: faults})
+		var got []string
+		for i := range 40 {
+			r := e.search(fmt.Sprintf("00000000-0000-4000-8000-%012d", i), espresso)
+			if r.err != nil {
+				got = append(got, "dropped")
+				continue
+			}
+			got = append(got, fmt.Sprintf("%d %s", r.status, r.header.Get("X-Request-Id")))
+		}
+		return got
+	}
+	a, b, c := run(7), run(7), run(8)
+	require.Equal(t, a, b)
+	require.NotEqual(t, a, c)
+}

@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// LedgerEntry is one charge, as GET /v1/billing/ledger lists it.
+type LedgerEntry struct {
+	RequestID      string    `json:"requestId"`
+	IdempotencyKey string    `json:"idempotencyKey"`
+	Pages          int       `json:"pages"`
+	FreePages      int       `json:"freePages"`
+	BilledPages    int       `json:"billedPages"`
+	AmountMicros   int64     `json:"amountMicros"`
+	BodySHA256     string    `json:"bodySha256"`
+	At             time.Time `json:"at"`
+}
+
+// billLocked charges rec's pages, free pages first, in one ledger entry.
+func (s *Server) billLocked(rec *keyRecord, pages int, now time.Time) {
+	free := min(pages, s.freeLeft)
+	s.freeLeft -= free
+	e := LedgerEntry{
+		RequestID: rec.requestID, IdempotencyKey: rec.key, Pages: pages, FreePages: free,
+		BilledPages: pages - free, AmountMicros: int64(pages-free) * s.cfg.PriceMicros,
+		BodySHA256: rec.bodySum, At: now.UTC(),
+	}
+	s.ledger = append(s.ledger, e)
+	rec.billed = true
+	s.stats.charge(e)
+}
+
+// maxLedgerQuery bounds the keys and ids of one ledger query.
+const maxLedgerQuery = 200
+
+// handleLedger is GET /v1/billing/ledger?idempotencyKey=K&requestId=R, each
+// repeatable or a comma list; an entry matching any of them is listed.
+func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		errorReply(http.StatusMethodNotAllowed, "method_not_allowed", "use GET", s.newRequestID(), nil).write(w, false)
+		return
+	}
+	if !s.authorized(r) {
+		s.unauthorized(w)
+		return
+	}
+	q := r.URL.Query()
+	keys, ids := splitParams(q["idempotencyKey"]), splitParams(q["requestId"])
+	switch n := len(keys) + len(ids); {
+	case n == 0:
+		s.invalid(w, &invalidRequest{fields: []string{"idempotencyKey", "requestId"},
+			reasons: []string{"idempotencyKey or requestId is required"}})
+		return
+	case n > maxLedgerQuery:
+		s.invalid(w, &invalidRequest{fields: []string{"idempotencyKey", "requestId"},
+			reasons: []string{"at most 200 keys and request ids per query"}})
+		return
+	}
+	s.mu.Lock()
+	entries := []LedgerEntry{}
+	for _, e := range s.ledger {
+		if slices.Contains(keys, e.IdempotencyKey) || slices.Contains(ids, e.RequestID) {
+			entries = append(entries, e)
+		}
+	}
+	id := s.nextRequestIDLocked()
+	s.mu.Unlock()
+	w.Header().Set("X-Request-Id", id)
+	writeJSON(w, http.StatusOK, struct {
+		Entries []LedgerEntry `json:"entries"`
+	}{entries})
+}
+
+func splitParams(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
