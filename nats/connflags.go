@@ -1,0 +1,59 @@
+package nats
+
+import (
+	"flag"
+	"strings"
+)
+
+// RegisterFlags binds the --nats-* flags to c. A flag given on the command
+// line sets its field; values are never shown as defaults, so a password
+// from the environment does not appear in -help.
+func (c *ConnConfig) RegisterFlags(fs *flag.FlagSet) {
+	first := true
+	fs.Func("nats-url", "NATS server URLs, comma-separated (env NATS_URL); none runs an embedded server", func(s string) error {
+		if first {
+			c.URLs, first = nil, false
+		}
+		c.URLs = append(c.URLs, strings.Split(s, ",")...)
+		return nil
+	})
+	str := func(name, usage string, p *string) {
+		fs.Func(name, usage, func(s string) error { *p = s; return nil })
+	}
+	str("nats-creds", "NATS user credentials file (env NATS_CREDS)", &c.CredsFile)
+	str("nats-nkey", "NATS user nkey seed file (env NATS_NKEY)", &c.NKeySeedFile)
+	str("nats-user", "NATS user (env NATS_USER)", &c.User)
+	str("nats-password", "NATS password (env NATS_PASSWORD)", &c.Password)
+	str("nats-token", "NATS token (env NATS_TOKEN)", &c.Token)
+	str("nats-tls-ca", "PEM file of CAs to trust for NATS TLS (env NATS_CA)", &c.TLSCA)
+	str("nats-tls-cert", "TLS client certificate for NATS (env NATS_CERT)", &c.TLSCert)
+	str("nats-tls-key", "TLS client key for NATS (env NATS_KEY)", &c.TLSKey)
+	str("nats-context", "nats CLI context to read the settings from (env NATS_CONTEXT)", &c.Context)
+}
+
+// FromEnv fills the fields still empty from NATS_URL, NATS_CREDS,
+// NATS_NKEY, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA, NATS_CERT,
+// NATS_KEY, NATS_CONTEXT and NATS_INBOX_PREFIX; so flags, parsed before or
+// after, win. env also serves to find the nats CLI context folder
+// (XDG_CONFIG_HOME, HOME).
+func (c *ConnConfig) FromEnv(env func(string) string) {
+	c.getenv = env
+	if len(c.URLs) == 0 {
+		if u := env("NATS_URL"); u != "" {
+			c.URLs = strings.Split(u, ",")
+		}
+	}
+	for _, f := range []struct {
+		p   *string
+		key string
+	}{
+		{&c.CredsFile, "NATS_CREDS"}, {&c.NKeySeedFile, "NATS_NKEY"}, {&c.User, "NATS_USER"},
+		{&c.Password, "NATS_PASSWORD"}, {&c.Token, "NATS_TOKEN"}, {&c.TLSCA, "NATS_CA"},
+		{&c.TLSCert, "NATS_CERT"}, {&c.TLSKey, "NATS_KEY"}, {&c.Context, "NATS_CONTEXT"},
+		{&c.InboxPrefix, "NATS_INBOX_PREFIX"},
+	} {
+		if *f.p == "" {
+			*f.p = env(f.key)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+// Package nats holds serpent's JetStream adapters: the event store, stream
+// provisioning, an embedded server and connection options.
+//
+// # Event store
+//
+// Every event of a job is a message on the job's own subject,
+// serp.events.<job_id>, in the stream SERP_EVENTS (see EnsureEventStream).
+// A job's version is the stream sequence of its last event, 0 for a job
+// without events. EventStore implements the event store the engine uses;
+// the conformance suite in store/storetest pins its rules down and the
+// in-memory fake in store/memstore follows them exactly.
+//
+// Append(ctx, job, expected, events...) writes:
+//
+//   - one event as a plain JetStream publish with the headers Nats-Msg-Id
+//     (the event id), Nats-Expected-Last-Subject-Sequence (expected),
+//     Serpent-Event-Type and Serpent-Event-Schema;
+//   - several events as one JetStream atomic batch (all or none, at
+//     consecutive sequences), with the expected sequence on the first
+//     message (the server refuses it on later messages of the same
+//     subject) and a Nats-Msg-Id on every one.
+//
+// Before anything is sent the append is checked: every event belongs to the
+// job, encodes, has an id not used twice in the append and a version one
+// above the previous (store.ErrInvalid, store.ErrDuplicate), and every
+// message, headers and batch headers included, fits in the connection's
+// max payload and the stream's max message size (store.ErrTooLarge, naming
+// job, type, size and limit). A message exactly at the limit is accepted.
+//
+// The server's answers are mapped as follows. An answer that does not
+// settle the outcome is never taken at its word: the store re-reads the
+// job from the stream leader and finds out whether its own events are the
+// ones right after the expected version.
+//
+//   - acknowledged: done, the version is the acknowledged sequence;
+//   - "wrong last sequence" (10071): if the events after expected are ours,
+//     the append had landed before (a retry after a lost reply): success
+//     with that version; if they are someone else's: store.ErrConcurrency;
+//   - a duplicate acknowledgement, or an atomic batch refused for a
+//     duplicate message id (10201): ours after expected is success, someone
+//     else's is store.ErrConcurrency, nothing new is store.ErrDuplicate (the
+//     id is in the log elsewhere, within the 2-minute duplicate window);
+//   - "another write to this subject is in flight" (10164), "duplicate
+//     message id is in process" (10158), an incomplete or refused batch
+//     (10176, too many in flight), a timeout, no responders, a lost
+//     connection: re-read; ours is success, someone else's is
+//     store.ErrConcurrency, nothing new means retry the same messages (same
+//     ids, so the duplicate window makes it safe) after a short, growing
+//     backoff. After a bounded number of attempts, or when ctx ends, the
+//     append fails with store.ErrUnknownOutcome: repeating it is safe.
+//
+// Load reads a job with batched direct gets filtered by the job's subject
+// (no consumer per job), so its cost does not grow with the number of jobs
+// in the stream. Every message is decoded strictly; one that does not
+// decode, or whose job, id or type disagree with where it is, is a
+// *store.CorruptError naming the job and the sequence. In a cluster, direct
+// gets may be served by a replica that is a moment behind the leader: an
+// append with a version read that way fails with ErrConcurrency, it is
+// never written over anything.
+//
+// AppendMany is group commit: many jobs' appends go in atomic batches of up
+// to 1000 messages (the server's default limit), at most one append per
+// job per batch. If a batch is refused, for example because one job's
+// expected version is stale, each of its appends is retried alone, so only
+// the conflicting one fails.
+//
+// # Servers and connections
+//
+// StartEmbedded runs a JetStream server in-process (serpent run without a
+// NATS URL, and the tests), fsyncing every write by default and listening
+// on a loopback address only, since it has no authentication. ConnConfig
+// holds the usual ways to reach an existing server (URLs, creds, nkey,
+// user and password, token, TLS, a nats CLI context).
+package nats

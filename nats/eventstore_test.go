@@ -1,0 +1,47 @@
+package nats_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/store/storetest"
+)
+
+// rawStore adds what the conformance suite needs to damage a log: a plain
+// publish of arbitrary bytes on a job's subject.
+type rawStore struct {
+	*nats.EventStore
+	js jetstream.JetStream
+}
+
+func (r rawStore) WriteRaw(ctx context.Context, jobID string, data []byte) (uint64, error) {
+	ack, err := r.js.Publish(ctx, nats.EventSubjectPrefix+jobID, data)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// setup starts a server with SERP_EVENTS and returns an event store on it.
+func setup(t *testing.T) (*natstest.Server, *nats.EventStore) {
+	t.Helper()
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{})
+	require.NoError(t, err)
+	es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
+	require.NoError(t, err)
+	return srv, es
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Store {
+		srv, es := setup(t)
+		return rawStore{es, srv.JS}
+	})
+}

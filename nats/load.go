@@ -1,0 +1,63 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// Load returns the job's events in order and its version, (nil, 0, nil)
+// for a job without events. It reads with batched direct gets filtered by
+// the job's subject, LoadBatch messages per request, until the server says
+// nothing is pending. An unreadable event is a *store.CorruptError.
+func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
+	if err := events.ValidateJobID(jobID); err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+	}
+	subj := s.subject(jobID)
+	var (
+		evs     []events.Event
+		version uint64
+	)
+	for {
+		msgs, err := jetstreamext.GetBatch(ctx, s.js, s.opts.Stream, s.opts.LoadBatch,
+			jetstreamext.GetBatchSubject(subj), jetstreamext.GetBatchSeq(version+1))
+		if err != nil {
+			return nil, 0, fmt.Errorf("nats: load job %s: %w", jobID, err)
+		}
+		n, pending := 0, -1
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("nats: load job %s after version %d: %w", jobID, version, err)
+			}
+			if m.Subject != subj {
+				return nil, 0, &store.CorruptError{JobID: jobID, Seq: m.Sequence, Err: fmt.Errorf("direct get returned subject %s", m.Subject)}
+			}
+			e, err := store.DecodeMessage(jobID, m.Sequence, m.Header, m.Data)
+			if err != nil {
+				return nil, 0, err
+			}
+			evs = append(evs, e)
+			version = m.Sequence
+			n++
+			pending = -1
+			if p, err := strconv.Atoi(m.Header.Get("Nats-Num-Pending")); err == nil {
+				pending = p
+			}
+		}
+		// A batch can also end early at the server's byte limit, so only
+		// "nothing pending" or an empty batch ends the job.
+		if n == 0 || pending == 0 || pending < 0 && n < s.opts.LoadBatch {
+			return evs, version, nil
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package memstore
+
+import (
+	"context"
+
+	"github.com/serpent-engine/serpent/store"
+)
+
+// AppendMany is group commit, as the JetStream store does it: the appends
+// are gathered into atomic batches of at most MaxBatch messages (one append
+// per job per batch); a batch in which every append passes is written at
+// consecutive sequences, and a batch with a refused append falls back to
+// one Append per job, so only that append fails. Results are in order.
+// Hooks are called for every append, as by Append.
+func (s *Store) AppendMany(ctx context.Context, appends []store.Append) []store.Result {
+	res := make([]store.Result, len(appends))
+	msgs := make([][]store.Message, len(appends))
+	done := make([]bool, len(appends))
+	for i, a := range appends {
+		m, err := s.prepare(a.JobID, a.Expected, a.Events)
+		msgs[i] = m
+		if err != nil {
+			res[i], done[i] = store.Result{Err: err}, true
+		}
+	}
+	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) bool { return done[i] }) {
+		if err := ctx.Err(); err != nil {
+			break
+		}
+		s.commitBatch(appends, msgs, batch, res)
+		for _, i := range batch {
+			done[i] = true
+		}
+	}
+	for i, a := range appends {
+		if !done[i] {
+			res[i] = s.result(s.Append(ctx, a.JobID, a.Expected, a.Events...))
+		}
+	}
+	return res
+}
+
+// commitBatch writes one planned batch atomically, or falls back to single
+// appends when one of them is refused.
+func (s *Store) commitBatch(appends []store.Append, msgs [][]store.Message, batch []int, res []store.Result) {
+	ok := batch[:0:0]
+	for _, i := range batch {
+		if h := s.opts.Hooks.BeforeAppend; h != nil {
+			if err := h(appends[i].JobID); err != nil {
+				res[i].Err = err
+				continue
+			}
+		}
+		ok = append(ok, i)
+	}
+	s.mu.Lock()
+	clean := true
+	for _, i := range ok {
+		if v, err := s.check(appends[i].JobID, appends[i].Expected, msgs[i]); err != nil || v != 0 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		for _, i := range ok {
+			res[i].Version = s.commit(appends[i].JobID, msgs[i])
+		}
+	}
+	s.mu.Unlock()
+	for _, i := range ok {
+		if !clean {
+			res[i] = s.result(s.appendChecked(appends[i].JobID, appends[i].Expected, msgs[i]))
+		}
+		if h := s.opts.Hooks.AfterAppend; h != nil && res[i].Err == nil {
+			if err := h(appends[i].JobID); err != nil {
+				res[i] = store.Result{Err: err}
+			}
+		}
+	}
+}
+
+// appendChecked is Append after prepare and BeforeAppend, without hooks.
+func (s *Store) appendChecked(jobID string, expected uint64, msgs []store.Message) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.check(jobID, expected, msgs)
+	if err == nil && v == 0 {
+		v = s.commit(jobID, msgs)
+	}
+	return v, err
+}
+
+func (s *Store) result(v uint64, err error) store.Result { return store.Result{Version: v, Err: err} }

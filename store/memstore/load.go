@@ -1,0 +1,32 @@
+package memstore
+
+import (
+	"context"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// Load returns the job's events in order and its version; (nil, 0, nil)
+// for a job without events. An event that does not decode is a
+// *store.CorruptError naming the job and the sequence.
+func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	job := append([]stored(nil), s.jobs[jobID]...)
+	s.mu.Unlock()
+	if len(job) == 0 {
+		return nil, 0, nil
+	}
+	evs := make([]events.Event, 0, len(job))
+	for _, m := range job {
+		e, err := store.DecodeMessage(jobID, m.seq, m.msg.Header, m.msg.Data)
+		if err != nil {
+			return nil, 0, err
+		}
+		evs = append(evs, e)
+	}
+	return evs, job[len(job)-1].seq, nil
+}

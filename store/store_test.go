@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/store"
+)
+
+const job = "job-1"
+
+func event(id string, version uint64) events.Event {
+	return events.Event{ID: id, JobID: job, Version: version, Time: time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC),
+		Data: events.JobCancelled{By: "op", Reason: "test"}}
+}
+
+const (
+	id1 = "01KBFX3M00000000000000000A"
+	id2 = "01KBFX3M00000000000000000B"
+)
+
+func TestEncodeAppend(t *testing.T) {
+	msgs, err := store.EncodeAppend(job, 42, []events.Event{event(id1, 1), event(id2, 2)})
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	require.Equal(t, []string{"42"}, msgs[0].Header[store.HeaderExpectedSeq], "expected version on the first message")
+	require.NotContains(t, msgs[1].Header, store.HeaderExpectedSeq, "and only there")
+	for i, m := range msgs {
+		require.Equal(t, []string{m.ID}, m.Header[store.HeaderMsgID])
+		require.Equal(t, []string{events.TypeJobCancelled}, m.Header[events.HeaderType])
+		require.Equal(t, []string{"1"}, m.Header[events.HeaderSchema])
+		e, err := store.DecodeMessage(job, uint64(i+1), m.Header, m.Data)
+		require.NoError(t, err)
+		require.Equal(t, m.ID, e.ID)
+	}
+}
+
+func TestEncodeAppendRefuses(t *testing.T) {
+	other := event(id2, 2)
+	other.JobID = "job-2"
+	tests := []struct {
+		name string
+		job  string
+		evs  []events.Event
+		is   error
+	}{
+		{"no events", job, nil, store.ErrInvalid},
+		{"bad job id", "Job 1", []events.Event{event(id1, 1)}, store.ErrInvalid},
+		{"other job", job, []events.Event{event(id1, 1), other}, store.ErrInvalid},
+		{"version gap", job, []events.Event{event(id1, 1), event(id2, 3)}, store.ErrInvalid},
+		{"id twice", job, []events.Event{event(id1, 1), event(id1, 2)}, store.ErrDuplicate},
+		{"bad envelope", job, []events.Event{event("x", 1)}, store.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := store.EncodeAppend(tt.job, 0, tt.evs)
+			require.ErrorIs(t, err, tt.is)
+		})
+	}
+}
+
+func TestSizes(t *testing.T) {
+	h := map[string][]string{"A": {"1"}, "Bc": {"xy", "z"}}
+	// "NATS/1.0\r\n" + "A: 1\r\n" + "Bc: xy\r\n" + "Bc: z\r\n" + "\r\n"
+	require.Equal(t, 10+6+8+7+2, store.HeaderSize(h))
+	require.Zero(t, store.HeaderSize(nil))
+
+	require.Zero(t, store.BatchOverhead(0, 1), "a single message is a plain publish")
+	idAndSeq := len("Nats-Batch-Id: ") + 22 + 2 + len("Nats-Batch-Sequence: ") + 2
+	require.Equal(t, idAndSeq+1, store.BatchOverhead(0, 3))
+	require.Equal(t, idAndSeq+2+len("Nats-Batch-Commit: 1\r\n"), store.BatchOverhead(11, 12))
+
+	msgs, err := store.EncodeAppend(job, 0, []events.Event{event(id1, 1)})
+	require.NoError(t, err)
+	size := msgs[0].Size()
+	require.NoError(t, store.CheckSize(job, msgs, size))
+	err = store.CheckSize(job, msgs, size-1)
+	require.ErrorIs(t, err, store.ErrTooLarge)
+	for _, s := range []string{job, events.TypeJobCancelled, id1} {
+		require.ErrorContains(t, err, s)
+	}
+}
+
+func TestDecodeMessageCorrupt(t *testing.T) {
+	good, err := events.Encode(event(id1, 1))
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		job    string
+		header map[string][]string
+		data   []byte
+	}{
+		{"garbage", job, nil, []byte("{{")},
+		{"other job", "job-2", nil, good},
+		{"other message id", job, map[string][]string{store.HeaderMsgID: {id2}}, good},
+		{"other type header", job, map[string][]string{events.HeaderType: {"Sent"}}, good},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := store.DecodeMessage(tt.job, 7, tt.header, tt.data)
+			var ce *store.CorruptError
+			require.True(t, errors.As(err, &ce))
+			require.Equal(t, uint64(7), ce.Seq)
+			require.Equal(t, tt.job, ce.JobID)
+			require.True(t, strings.Contains(err.Error(), "sequence 7"))
+		})
+	}
+}
+
+func TestPlanBatches(t *testing.T) {
+	a := func(job string, n int) store.Append {
+		return store.Append{JobID: job, Events: make([]events.Event, n)}
+	}
+	tests := []struct {
+		name    string
+		appends []store.Append
+		max     int
+		skip    map[int]bool
+		want    [][]int
+	}{
+		{"one batch", []store.Append{a("a", 1), a("b", 2), a("c", 1)}, 10, nil, [][]int{{0, 1, 2}}},
+		{"split at the limit", []store.Append{a("a", 3), a("b", 3), a("c", 3)}, 6, nil, [][]int{{0, 1}, {2}}},
+		{"later append fills an earlier batch", []store.Append{a("a", 4), a("b", 4), a("c", 2)}, 6, nil, [][]int{{0, 2}, {1}}},
+		{"a job's appends stay in order", []store.Append{a("a", 1), a("a", 1), a("b", 1), a("a", 1)}, 10, nil, [][]int{{0, 2}, {1}, {3}}},
+		{"skipped and oversized left out", []store.Append{a("a", 1), a("b", 9), a("c", 1), a("d", 0)}, 5, map[int]bool{2: true}, [][]int{{0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := store.PlanBatches(tt.appends, tt.max, func(i int) bool { return tt.skip[i] })
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/store"
+)
+
+func testGroupCommit(t *testing.T, s Store) {
+	ctx := context.Background()
+	var appends []store.Append
+	for i := range 10 {
+		job := NewJobID()
+		appends = append(appends, store.Append{JobID: job, Events: NewEvents(job, 1, 1+i%3)})
+	}
+	// Refused before anything is sent: another job's event, too large.
+	bad := NewJobID()
+	appends = append(appends[:3], append([]store.Append{{JobID: bad, Events: NewEvents(NewJobID(), 1, 1)}}, appends[3:]...)...)
+	big := NewJobID()
+	appends = append(appends, store.Append{JobID: big, Events: []events.Event{padded(big, 1, 2<<20)}})
+	// A second append of a job already in the group, at the same version.
+	first := appends[0]
+	appends = append(appends, store.Append{JobID: first.JobID, Events: NewEvents(first.JobID, 1, 1)})
+
+	check := func(res []store.Result) {
+		t.Helper()
+		require.Len(t, res, len(appends))
+		for i, r := range res {
+			a := appends[i]
+			switch {
+			case a.JobID == bad:
+				require.ErrorIs(t, r.Err, store.ErrInvalid)
+			case a.JobID == big:
+				require.ErrorIs(t, r.Err, store.ErrTooLarge)
+			case i == len(appends)-1:
+				require.ErrorIs(t, r.Err, store.ErrConcurrency, "the job's first append of the group came first")
+			default:
+				require.NoError(t, r.Err, "append %d", i)
+				requireJob(t, s, a.JobID, a.Events, r.Version)
+			}
+		}
+	}
+	res := s.AppendMany(ctx, appends)
+	check(res)
+
+	// The same group again is a retry: the same versions, nothing new.
+	again := s.AppendMany(ctx, appends)
+	check(again)
+	for i := range res {
+		require.Equal(t, res[i].Version, again[i].Version, "append %d", i)
+	}
+	requireJob(t, s, bad, nil, 0)
+	requireJob(t, s, big, nil, 0)
+}
+
+// testGroupCommitConflicts checks that one refused append does not fail
+// the others of its batch.
+func testGroupCommitConflicts(t *testing.T, s Store) {
+	ctx := context.Background()
+	const jobs = 6
+	heads := make([][]events.Event, jobs)
+	versions := make([]uint64, jobs)
+	appends := make([]store.Append, jobs)
+	for i := range appends {
+		job := NewJobID()
+		heads[i] = NewEvents(job, 1, 1)
+		v, err := s.Append(ctx, job, 0, heads[i]...)
+		require.NoError(t, err)
+		versions[i] = v
+		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, 2)}
+	}
+	appends[2].Expected = 0                  // stale
+	appends[4].Events[1].ID = heads[4][0].ID // duplicate
+	res := s.AppendMany(ctx, appends)
+	require.Len(t, res, jobs)
+	for i, r := range res {
+		a := appends[i]
+		switch i {
+		case 2:
+			require.ErrorIs(t, r.Err, store.ErrConcurrency)
+			requireJob(t, s, a.JobID, heads[i], versions[i])
+		case 4:
+			require.ErrorIs(t, r.Err, store.ErrDuplicate)
+			requireJob(t, s, a.JobID, heads[i], versions[i])
+		default:
+			require.NoError(t, r.Err, "append %d", i)
+			requireJob(t, s, a.JobID, concat(heads[i], a.Events), r.Version)
+		}
+	}
+}
+
+// testGroupCommitLarge spans several atomic batches.
+func testGroupCommitLarge(t *testing.T, s Store) {
+	const jobs = 550 // 1,100 messages: more than one batch of 1,000
+	appends := make([]store.Append, jobs)
+	for i := range appends {
+		job := NewJobID()
+		appends[i] = store.Append{JobID: job, Events: NewEvents(job, 1, 2)}
+	}
+	res := s.AppendMany(context.Background(), appends)
+	require.Len(t, res, jobs)
+	seen := make(map[uint64]bool)
+	for i, r := range res {
+		require.NoError(t, r.Err, "append %d", i)
+		require.False(t, seen[r.Version], "two appends got version %d", r.Version)
+		seen[r.Version] = true
+	}
+	for _, i := range []int{0, 1, jobs / 2, jobs - 1} {
+		requireJob(t, s, appends[i].JobID, appends[i].Events, res[i].Version)
+	}
+}

@@ -1,0 +1,68 @@
+package storetest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// testSizeLimit writes messages exactly at the store's limit, headers and
+// batch headers included, and one byte over it.
+func testSizeLimit(t *testing.T, s Store) {
+	sized, ok := s.(Sized)
+	require.True(t, ok, "the store must implement storetest.Sized")
+	limit := sized.MaxMessageSize()
+	ctx := context.Background()
+
+	tests := []struct {
+		name string
+		n    int // events in the append
+		big  int // which one is at the limit
+	}{
+		{"single event", 1, 0},
+		{"first of an atomic batch", 3, 0},
+		{"last of an atomic batch", 3, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			over := NewJobID()
+			evs := sizedAppend(t, over, tt.n, tt.big, limit+1)
+			_, err := s.Append(ctx, over, 0, evs...)
+			require.ErrorIs(t, err, store.ErrTooLarge)
+			for _, m := range []string{over, events.TypeObservationStored, strconv.Itoa(limit + 1), strconv.Itoa(limit)} {
+				require.ErrorContains(t, err, m)
+			}
+			requireJob(t, s, over, nil, 0)
+
+			at := NewJobID()
+			evs = sizedAppend(t, at, tt.n, tt.big, limit)
+			v, err := s.Append(ctx, at, 0, evs...)
+			require.NoError(t, err, "a message exactly at the limit is accepted")
+			requireJob(t, s, at, evs, v)
+		})
+	}
+}
+
+// sizedAppend builds n events of a new job, event big of which takes
+// exactly size bytes in the log as store.CheckSize counts them.
+func sizedAppend(t *testing.T, job string, n, big, size int) []events.Event {
+	t.Helper()
+	evs := NewEvents(job, 1, n)
+	id := evs[big].ID
+	measure := func(pad int) int {
+		evs[big] = padded(job, evs[big].Version, pad)
+		evs[big].ID = id
+		msgs, err := store.EncodeAppend(job, 0, evs)
+		require.NoError(t, err)
+		return msgs[big].Size() + store.BatchOverhead(big, n)
+	}
+	base := measure(0)
+	require.Less(t, base, size)
+	require.Equal(t, size, measure(size-base))
+	return evs
+}
