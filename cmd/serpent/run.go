@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -83,7 +84,7 @@ func runHelp(ctx context.Context, args []string, env func(string) string, stdout
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
 	var b strings.Builder
-	b.WriteString("serpent buys scheduled Google-SERP observations from the Serper.live API exactly once.\n\n")
+	b.WriteString("serpent buys scheduled Google-SERP observations from the Serper.live API:\neach at most once, none lost.\n\n")
 	b.WriteString("Usage: serpent <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-12s %s\n", c.name, c.summary)
@@ -91,4 +92,21 @@ func runHelp(ctx context.Context, args []string, env func(string) string, stdout
 	b.WriteString("\nRun \"serpent help <command>\" for the flags of a command.\n")
 	_, err := io.WriteString(stdout, b.String())
 	return err
+}
+
+// parseArgs parses flags that may come before or after the positional
+// arguments ("serpent cancel JOB --reason r"), which the flag package alone
+// stops at; it returns the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+func init() {
+	register(command{name: "run", summary: "run the engine (embedded NATS and the sandbox unless told otherwise)", run: runEngine})
+}
+
+// runEngine is "serpent run".
+func runEngine(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	fs, f := newEngineFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: run: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: run takes no arguments, got %q", errUsage, fs.Args())
+	}
+	log, err := f.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	table, err := f.table()
+	if err != nil {
+		return err
+	}
+	if err := aggregate.ValidatePolicy(f.policy); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, "serpent: "+format+"\n", a...) }
+	var cleanup []func()
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+
+	// The API: the real one with a token, else the built-in sandbox.
+	api, err := f.startAPI(env, log, say, &cleanup)
+	if err != nil {
+		return err
+	}
+
+	// NATS: an existing server or cluster, else an embedded one.
+	nc, js, err := f.startNATS(env, log, say, &cleanup)
+	if err != nil {
+		return err
+	}
+	if _, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}); err != nil {
+		return err
+	}
+	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
+		return err
+	}
+	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log})
+	if err != nil {
+		return err
+	}
+	eng, err := worker.New(worker.Config{Name: f.name, Store: st, API: api, Timers: snats.NewTimers(js, nil),
+		Policy: f.policy, Table: table, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	svc, err := eng.Service(ctx, nc)
+	if err != nil {
+		return fmt.Errorf("micro service: %w", err)
+	}
+	cleanup = append(cleanup, func() { _ = svc.Stop() })
+	if f.httpAddr != "" {
+		addr, stop, err := serveHealth(f.httpAddr, nc, log)
+		if err != nil {
+			return err
+		}
+		cleanup = append(cleanup, stop)
+		say("health on http://%s/healthz", addr)
+	}
+	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
+	if err != nil {
+		return err
+	}
+	work, err := snats.Consumer(ctx, js, snats.WorkStream, snats.WorkConsumer)
+	if err != nil {
+		return err
+	}
+	say("worker %s ready with %d slots; publish schedule commands on %s", eng.Name(), f.workers, snats.ScheduleSubject)
+
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		_ = eng.RunIntake(ctx, js, intake, f.intakeConc)
+	}()
+	go func() {
+		defer wg.Done()
+		_ = eng.Run(ctx, work, worker.RunOptions{Concurrency: f.workers, Grace: f.grace})
+	}()
+	go func() {
+		defer wg.Done()
+		f.sweep(ctx, eng, js, log)
+	}()
+	wg.Wait()
+	say("stopped")
+	return nil
+}
+
+// startAPI returns the API client: the real API when a token is given, else
+// a sandbox started in this process.
+func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (*serper.Client, error) {
+	token, err := f.token(env)
+	url := f.apiURL
+	if url == "" {
+		url = env("SERPER_LIVE_URL")
+	}
+	cfg := serper.Config{Timeout: f.clientTimeout}
+	switch {
+	case errors.Is(err, serper.ErrNoToken) && url == "":
+		sbCfg := sandbox.Config{SearchTime: 50 * time.Millisecond}
+		if f.sandboxConfig != "" {
+			data, err := os.ReadFile(f.sandboxConfig)
+			if err != nil {
+				return nil, fmt.Errorf("%w: --sandbox-config: %v", errUsage, err)
+			}
+			if err := json.Unmarshal(data, &sbCfg); err != nil {
+				return nil, fmt.Errorf("%w: --sandbox-config %s: %v", errUsage, f.sandboxConfig, err)
+			}
+		}
+		sbCfg.Token = sandbox.DefaultToken
+		if err := sbCfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: --sandbox-config: %v", errUsage, err)
+		}
+		sbCfg.Logger = log.With("component", "sandbox")
+		sb := sandbox.New(sbCfg)
+		sbURL, err := sb.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		*cleanup = append(*cleanup, func() { _ = sb.Close() })
+		say("SANDBOX MODE: no %s is set, so searches go to the built-in sandbox at %s and nothing is bought", serper.TokenEnv, sbURL)
+		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = sbURL, sandbox.DefaultToken, true
+	case err != nil && !errors.Is(err, serper.ErrNoToken):
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: --api-url is set but there is no token: set %s or --token-file", errUsage, serper.TokenEnv)
+	default:
+		if url == "" {
+			url = DefaultAPIURL
+		}
+		cfg.BaseURL, cfg.Token = url, token
+		if f.policy.Lease.D() < f.clientTimeout+10*time.Second {
+			return nil, fmt.Errorf("%w: --lease %s must cover --client-timeout %s plus 10 s, or a slow search could be sent twice at once",
+				errUsage, f.policy.Lease.D(), f.clientTimeout)
+		}
+		say("API %s (real searches are bought)", url)
+	}
+	client, err := serper.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	*cleanup = append(*cleanup, client.CloseIdleConnections)
+	return client, nil
+}
+
+// startNATS connects to the configured NATS, or starts an embedded server.
+func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (*natsgo.Conn, jetstream.JetStream, error) {
+	if !f.nats.configured(env) {
+		host, portStr, err := net.SplitHostPort(f.natsListen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --nats-listen %q: %v", errUsage, f.natsListen, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --nats-listen %q: bad port", errUsage, f.natsListen)
+		}
+		if port == 0 {
+			port = -1
+		}
+		emb, err := snats.StartEmbedded(snats.EmbeddedConfig{Dir: f.dataDir, Host: host, Port: port,
+			Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("embedded NATS on %s: %w (is another serpent or nats-server running? use --nats-listen)", f.natsListen, err)
+		}
+		*cleanup = append(*cleanup, emb.Shutdown)
+		f.nats.conn.URLs = []string{emb.ClientURL()}
+		say("embedded NATS with JetStream at %s (fsync on every write), data in %s", emb.ClientURL(), f.dataDir)
+	}
+	nc, js, err := f.nats.connect(env, log, "serpent run")
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanup = append(*cleanup, func() { _ = nc.Drain() })
+	if len(f.nats.conn.URLs) > 0 && f.nats.conn.URLs[0] != nc.ConnectedUrl() {
+		say("connected to NATS at %s", nc.ConnectedUrlRedacted())
+	}
+	return nc, js, nil
+}
+
+// sweep repairs lost timers at start and then every sweepEvery.
+func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, js jetstream.JetStream, log *slog.Logger) {
+	for {
+		rep, err := eng.Sweep(ctx, js)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("sweep for lost timers failed", "err", err)
+		case rep.Rearmed > 0:
+			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed)
+		}
+		if f.sweepEvery <= 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(f.sweepEvery):
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+// cli runs one serpent command against the engine's NATS.
+func cli(t *testing.T, natsURL string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{"NATS_URL": natsURL}
+	err := run(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+	return stdout.String(), err
+}
+
+// TestUpstreamAndOperatorPaths: a job scheduled with "serpent schedule",
+// looked at and steered through the micro service, as an upstream system
+// and an operator would.
+func TestUpstreamAndOperatorPaths(t *testing.T) {
+	r := startEngine(t, nil, "--data", filepath.Join(t.TempDir(), "data"), "--nats-listen", "127.0.0.1:0",
+		"--http", "127.0.0.1:0", "--log-level", "warn")
+	nc, _ := natstest.Connect(t, r.natsURL)
+
+	out, err := cli(t, r.natsURL, "schedule", "--query", "espresso scale", "--device", "mobile", "--slot", "2026-12-02T14:00:00Z")
+	require.NoError(t, err)
+	job := strings.TrimSpace(out)
+	require.Regexp(t, `^[0-9a-f]{32}$`, job)
+	again, err := cli(t, r.natsURL, "schedule", "--query", "  espresso   scale ", "--device", "MOBILE", "--slot", "2026-12-02T15:00:00+01:00")
+	require.NoError(t, err)
+	require.Equal(t, job, strings.TrimSpace(again), "the same observation is the same job")
+
+	_, err = cli(t, r.natsURL, "schedule", "--query", "x", "--country", "USA")
+	require.ErrorIs(t, err, errUsage)
+	require.ErrorContains(t, err, "country")
+	out, err = cli(t, r.natsURL, "schedule", "--query", "x", "--country", "USA", "--no-validate")
+	require.NoError(t, err)
+	require.Contains(t, out, "not validated")
+
+	// The micro service: discoverable, and it answers status.
+	ping, err := nc.Request("$SRV.PING."+worker.ServiceName, nil, 5*time.Second)
+	require.NoError(t, err)
+	var id micro.Ping
+	require.NoError(t, json.Unmarshal(ping.Data, &id))
+	require.Equal(t, worker.ServiceName, id.Name)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		msg, err := nc.Request(worker.ServicePrefix+".status", []byte(job), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		var v projections.JobView
+		if err := json.Unmarshal(msg.Data, &v); err != nil {
+			return err
+		}
+		if v.Status != "succeeded" {
+			return fmt.Errorf("job is %s", v.Status)
+		}
+		require.NotNil(t, v.Result)
+		return nil
+	})
+
+	// Scheduling request-reply: the job id, or a JSON error naming the field.
+	msg, err := nc.Request(worker.ServicePrefix+".schedule",
+		[]byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"de","device":"desktop"}`), 5*time.Second)
+	require.NoError(t, err)
+	var sched worker.Scheduled
+	require.NoError(t, json.Unmarshal(msg.Data, &sched))
+	require.True(t, sched.Created)
+	msg, err = nc.Request(worker.ServicePrefix+".schedule", []byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"deutsch","device":"desktop"}`), 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
+	var serr worker.ServiceError
+	require.NoError(t, json.Unmarshal(msg.Data, &serr))
+	require.Equal(t, "invalid_language", serr.Reason)
+	msg, err = nc.Request(worker.ServicePrefix+".status", []byte("0123456789abcdef0123456789abcdef"), 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "404", msg.Header.Get(micro.ErrorCodeHeader))
+
+	// Operators: a finished job cannot be cancelled; nor bought again.
+	_, err = cli(t, r.natsURL, "cancel", job, "--by", "ops", "--reason", "test")
+	require.ErrorContains(t, err, "finished")
+	require.Equal(t, 1, exitCode(err))
+	_, err = cli(t, r.natsURL, "repurchase", job, "--by", "ops", "--reason", "test")
+	require.ErrorContains(t, err, "only a charged_no_result job")
+
+	// Health.
+	m := regexp.MustCompile(`health on (http://\S+)`).FindStringSubmatch(r.stdout.String())
+	require.NotNil(t, m)
+	resp, err := http.Get(m[1])
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ok\n", string(body))
+}
+
+// TestRunRefusesBadSettings: mistakes in how the engine is started are
+// usage errors that say what to fix, before anything starts.
+func TestRunRefusesBadSettings(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"short lease for the real API": {[]string{"--lease", "30s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "--lease"},
+		"client timeout under 90 s":    {[]string{"--client-timeout", "10s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "90"},
+		"api url without a token":      {[]string{"--api-url", "https://example.com"}, nil, "no token"},
+		"margin as long as the window": {[]string{"--safety-margin", "15m"}, nil, "safety_margin"},
+		"bad log level":                {[]string{"--log-level", "loud"}, nil, "--log-level"},
+		"bad rules file":               {[]string{"--outcome-rules", "/no/such/file"}, nil, "--outcome-rules"},
+		"an argument":                  {[]string{"now"}, nil, "no arguments"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"run", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", ""}, tc.args...)
+			err := run(context.Background(), args, func(k string) string { return tc.env[k] }, &stdout, &stderr)
+			require.ErrorIs(t, err, errUsage)
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "tok_abcdefgh12345")
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The engine's other streams and subjects.
+const (
+	// CommandStream keeps what upstream publishers ordered, so an audit
+	// can check that every command became a job or a rejection.
+	CommandStream   = "SERP_COMMANDS"
+	CommandSubjects = "serp.cmd.>"
+	ScheduleSubject = "serp.cmd.schedule"
+
+	// RejectStream keeps every refused command with its payload and why.
+	RejectStream        = "SERP_REJECTED"
+	RejectSubjectPrefix = "serp.rejected."
+
+	// WorkStream holds the job timers (serp.timer.<job>, JetStream message
+	// schedules) and the due jobs they fire (serp.work.<job>), consumed by
+	// the workers as a work queue.
+	WorkStream         = "SERP_WORK"
+	TimerSubjectPrefix = "serp.timer."
+	WorkSubjectPrefix  = "serp.work."
+
+	// Durable consumers of the engine.
+	IntakeConsumer = "serpent-intake"
+	WorkConsumer   = "serpent-workers"
+)
+
+// StreamOptions configure the engine's streams.
+type StreamOptions struct {
+	// Replicas of every stream; 0 means 1.
+	Replicas int
+	// AllowUpdate lets an existing stream be changed in place.
+	AllowUpdate bool
+	// CommandMaxAge bounds how long commands are kept; 0 keeps them.
+	CommandMaxAge time.Duration
+}
+
+// CommandStreamConfig is SERP_COMMANDS.
+func CommandStreamConfig(o StreamOptions) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: CommandStream, Description: "serpent: schedule commands from upstream publishers",
+		Subjects: []string{CommandSubjects}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
+		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
+		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+	}
+}
+
+// RejectStreamConfig is SERP_REJECTED.
+func RejectStreamConfig(o StreamOptions) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: RejectStream, Description: "serpent: refused commands, with their payload and the reason",
+		Subjects: []string{RejectSubjectPrefix + ">"}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
+		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
+		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+	}
+}
+
+// WorkStreamConfig is SERP_WORK: one timer and at most one due message per
+// job (a newer one replaces the older), removed once a worker acknowledges.
+func WorkStreamConfig(o StreamOptions) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: WorkStream, Description: "serpent: job timers and due jobs",
+		Subjects: []string{TimerSubjectPrefix + ">", WorkSubjectPrefix + ">"}, Storage: jetstream.FileStorage,
+		Retention: jetstream.WorkQueuePolicy, Discard: jetstream.DiscardOld,
+		MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: 1,
+		Replicas: max(o.Replicas, 1), AllowDirect: true, AllowMsgSchedules: true,
+	}
+}
+
+// EnsureEngineStreams provisions the command, rejection and work streams
+// and the engine's durable consumers. ackWait is how long a worker may hold
+// a command or a due job without a sign of life before it goes to another
+// worker.
+func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions, ackWait time.Duration) error {
+	for _, cfg := range []jetstream.StreamConfig{CommandStreamConfig(o), RejectStreamConfig(o), WorkStreamConfig(o)} {
+		if _, err := EnsureStream(ctx, js, cfg, o.AllowUpdate); err != nil {
+			return err
+		}
+	}
+	consumers := []struct {
+		stream string
+		cfg    jetstream.ConsumerConfig
+	}{
+		{CommandStream, jetstream.ConsumerConfig{Durable: IntakeConsumer, Description: "serpent: intake of schedule commands",
+			FilterSubject: ScheduleSubject, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+		{WorkStream, jetstream.ConsumerConfig{Durable: WorkConsumer, Description: "serpent: due jobs for the workers",
+			FilterSubject: WorkSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+	}
+	for _, c := range consumers {
+		if _, err := js.CreateOrUpdateConsumer(ctx, c.stream, c.cfg); err != nil {
+			return fmt.Errorf("nats: consumer %s on %s: %w", c.cfg.Durable, c.stream, err)
+		}
+	}
+	return nil
+}
+
+// Consumer returns one of the engine's durable consumers.
+func Consumer(ctx context.Context, js jetstream.JetStream, stream, name string) (jetstream.Consumer, error) {
+	c, err := js.Consumer(ctx, stream, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("nats: consumer %s on %s does not exist; start the engine once to provision it", name, stream)
+	}
+	return c, err
+}

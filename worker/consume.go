@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// RunOptions tunes Run.
+type RunOptions struct {
+	// Concurrency is how many jobs this process works on at once.
+	Concurrency int
+	// Grace is how long in-flight steps may finish after ctx ends before
+	// they are cancelled. A cancelled step is safe: its job resumes from
+	// the log with the same key once its lease ends.
+	Grace time.Duration
+	// RetryDelay is how soon a delivery whose step failed is tried again.
+	RetryDelay time.Duration
+}
+
+func (o RunOptions) withDefaults() RunOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Grace <= 0 {
+		o.Grace = 15 * time.Second
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = time.Second
+	}
+	return o
+}
+
+// Run takes due jobs from a JetStream consumer on serp.work.> and steps
+// them until ctx ends. Then it stops taking work, lets in-flight steps
+// finish within the grace period and returns.
+func (e *Engine) Run(ctx context.Context, cons jetstream.Consumer, opts RunOptions) error {
+	opts = opts.withDefaults()
+	return e.consume(ctx, cons, opts.Concurrency, opts.Grace, func(ctx context.Context, msg jetstream.Msg) {
+		e.handle(ctx, msg, opts)
+	})
+}
+
+// consume hands each delivery of cons to handle, at most concurrency at a
+// time, until ctx ends; then it waits up to grace for the handlers before
+// cancelling their context. Deliveries pulled but not started are left
+// unacknowledged and go to another worker after their ack wait.
+func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurrency int, grace time.Duration, handle func(context.Context, jetstream.Msg)) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(concurrency))
+	if err != nil {
+		return err
+	}
+	stopIt := context.AfterFunc(ctx, it.Stop)
+	defer stopIt()
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	slots := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		msg, err := it.Next()
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				break
+			}
+			e.log.Warn("taking work failed", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			handle(work, msg)
+		}()
+	}
+	it.Stop()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		e.log.Warn("in-flight work did not finish within the grace period; cancelling it", "grace", grace)
+		cancelWork()
+		<-done
+	}
+	return nil
+}
+
+// handle steps the job of one delivery and settles the delivery.
+func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
+	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)
+	next, err := e.Step(ctx, jobID, func() { _ = msg.InProgress() })
+	switch {
+	case errors.Is(err, ErrNoSuchJob):
+		e.log.Warn("wake-up for a job that does not exist", "job", jobID)
+		_ = msg.Term()
+		return
+	case errors.Is(err, ErrCrash):
+		return // a test plays a crash: leave the delivery unacknowledged
+	case err != nil:
+		e.log.Warn("step failed; the job will be tried again", "job", jobID, "err", err)
+		_ = msg.NakWithDelay(opts.RetryDelay)
+		return
+	}
+	if next.Step == aggregate.StepWait {
+		if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {
+			e.log.Warn("arming the timer failed; the job will be tried again", "job", jobID, "err", err)
+			_ = msg.NakWithDelay(opts.RetryDelay)
+			return
+		}
+	}
+	_ = msg.Ack()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// MaxCommandBytes bounds a schedule command. A query is at most 2 KiB, so a
+// valid command is far smaller; anything larger is refused unread.
+const MaxCommandBytes = 16 << 10
+
+// Rejection reasons that are not about one field.
+const (
+	ReasonMalformed = "malformed"
+	ReasonTooLarge  = "too_large"
+)
+
+// RejectError says why a command cannot become a job. Reason is the token of
+// the rejection subject serp.rejected.<reason>.
+type RejectError struct {
+	Reason string                 `json:"reason"`
+	Msg    string                 `json:"error"`
+	Fields []aggregate.FieldError `json:"fields,omitempty"`
+}
+
+func (e *RejectError) Error() string { return e.Msg }
+
+// ParseCommand reads and validates one schedule command strictly: unknown
+// fields, trailing data and oversized payloads are rejected too.
+func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
+	var c aggregate.ScheduleCommand
+	if len(data) > MaxCommandBytes {
+		return c, &RejectError{Reason: ReasonTooLarge,
+			Msg: fmt.Sprintf("command is %d bytes, the limit is %d", len(data), MaxCommandBytes)}
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is not a JSON schedule command: " + err.Error()}
+	}
+	if d.More() {
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command has data after its JSON object"}
+	}
+	return c, nil
+}
+
+// Scheduled is the answer to a schedule command.
+type Scheduled struct {
+	JobID string `json:"job_id"`
+	// Created is false when the observation was scheduled before: the same
+	// slot and search context is always the same job.
+	Created   bool             `json:"created"`
+	Status    aggregate.Status `json:"status"`
+	NotBefore time.Time        `json:"not_before"`
+}
+
+// Schedule turns a command into a job, or into a *RejectError. It is
+// idempotent: the job id comes from the slot and the canonical search
+// context, and the job's first events are appended only if it has none, so
+// the same command any number of times is one job. The job's timer is armed
+// whether the job is new or not, so a command redelivered after a crash also
+// repairs a timer that was never armed.
+func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Scheduled, error) {
+	cmd, err := ParseCommand(data)
+	if err != nil {
+		return Scheduled{}, err
+	}
+	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
+	var ve *aggregate.ValidationError
+	if errors.As(err, &ve) {
+		return Scheduled{}, &RejectError{Reason: ve.Reason(), Msg: ve.Error(), Fields: ve.Fields}
+	}
+	if err != nil {
+		return Scheduled{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
+	}
+	evs, err := e.decider.Decide(aggregate.State{}, sched, e.cfg.Now(), e.cfg.IDs)
+	if err != nil {
+		return Scheduled{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
+	}
+	out := Scheduled{JobID: sched.JobID, Created: true, Status: aggregate.StatusScheduled, NotBefore: sched.NotBefore}
+	_, err = e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
+	switch {
+	case errors.Is(err, store.ErrConcurrency):
+		out.Created = false
+	case err != nil:
+		return Scheduled{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
+	}
+	if out.Created {
+		if err := e.hook(e.cfg.Hooks.AfterSchedule, sched.JobID); err != nil {
+			return Scheduled{}, err
+		}
+	}
+	at := sched.NotBefore
+	if !out.Created {
+		s, err := e.State(ctx, sched.JobID)
+		if err != nil {
+			return Scheduled{}, err
+		}
+		out.Status, out.NotBefore = s.Status, s.NextRunAt
+		next := s.Next(e.cfg.Now())
+		if next.Step == aggregate.StepDone {
+			return out, nil
+		}
+		at = next.At
+	}
+	if err := e.cfg.Timers.Arm(ctx, sched.JobID, at); err != nil {
+		return Scheduled{}, fmt.Errorf("schedule job %s: arm timer: %w", sched.JobID, err)
+	}
+	return out, nil
+}
+
+// State loads and folds one job.
+func (e *Engine) State(ctx context.Context, jobID string) (aggregate.State, error) {
+	evs, _, err := e.cfg.Store.Load(ctx, jobID)
+	if err != nil {
+		return aggregate.State{}, fmt.Errorf("load job %s: %w", jobID, err)
+	}
+	return aggregate.Fold(evs), nil
+}

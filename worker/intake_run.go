@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// Headers of a rejection record on serp.rejected.<reason>. The message body
+// is the command's payload, byte for byte.
+const (
+	HeaderRejectReason   = "Serpent-Reject-Reason"
+	HeaderRejectError    = "Serpent-Reject-Error"
+	HeaderRejectFields   = "Serpent-Reject-Fields"
+	HeaderCommandSubject = "Serpent-Command-Subject"
+	HeaderCommandSeq     = "Serpent-Command-Seq"
+)
+
+// RunIntake takes schedule commands from a JetStream consumer until ctx
+// ends, concurrency at a time. Each command becomes a job or a rejection record, and is
+// acknowledged only after that is durable; a command whose handling failed
+// is delivered again.
+func (e *Engine) RunIntake(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, concurrency int) error {
+	if concurrency <= 0 {
+		concurrency = 16
+	}
+	return e.consume(ctx, cons, concurrency, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
+		e.intakeOne(ctx, js, msg)
+	})
+}
+
+func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		e.log.Warn("command without JetStream metadata", "err", err)
+		_ = msg.Term()
+		return
+	}
+	source := fmt.Sprintf("%s:%d", meta.Stream, meta.Sequence.Stream)
+	out, err := e.Schedule(ctx, msg.Data(), source)
+	var rej *RejectError
+	switch {
+	case errors.Is(err, ErrCrash):
+		return // a test plays a crash: leave the command unacknowledged
+	case errors.As(err, &rej):
+		if err := e.reject(ctx, js, msg, meta.Sequence.Stream, rej); err != nil {
+			e.log.Warn("recording a rejection failed; the command will be tried again", "seq", meta.Sequence.Stream, "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		e.log.Info("command rejected", "seq", meta.Sequence.Stream, "reason", rej.Reason, "err", rej.Msg)
+	case err != nil:
+		e.log.Warn("scheduling failed; the command will be tried again", "seq", meta.Sequence.Stream, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	default:
+		e.log.Debug("command scheduled", "seq", meta.Sequence.Stream, "job", out.JobID, "created", out.Created)
+	}
+	_ = msg.Ack()
+}
+
+// reject records a refused command on serp.rejected.<reason>, once per
+// command (the message id is the command's sequence).
+func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg, seq uint64, rej *RejectError) error {
+	m := natsgo.NewMsg(snats.RejectSubjectPrefix + rej.Reason)
+	m.Data = msg.Data()
+	m.Header.Set(HeaderRejectReason, rej.Reason)
+	m.Header.Set(HeaderRejectError, truncate(rej.Msg, 1024))
+	if len(rej.Fields) > 0 {
+		if b, err := json.Marshal(rej.Fields); err == nil {
+			m.Header.Set(HeaderRejectFields, truncate(string(b), 2048))
+		}
+	}
+	m.Header.Set(HeaderCommandSubject, msg.Subject())
+	m.Header.Set(HeaderCommandSeq, strconv.FormatUint(seq, 10))
+	m.Header.Set(natsgo.MsgIdHdr, "rejected-"+strconv.FormatUint(seq, 10))
+	_, err := js.PublishMsg(ctx, m)
+	return err
+}
+
+// truncate makes s fit a header value: one line, at most n bytes.
+func truncate(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,318 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+// live is an engine world on a real JetStream server and the sandbox.
+type live struct {
+	t      *testing.T
+	srv    *natstest.Server
+	store  *snats.EventStore
+	sb     *sandbox.Server
+	client *serper.Client
+	policy events.RetryPolicy
+}
+
+// testPolicy keeps real-time waits short: quick backoff and a short lease.
+func testPolicy() events.RetryPolicy {
+	p := aggregate.DefaultPolicy()
+	p.BaseDelay = events.Duration(20 * time.Millisecond)
+	p.MaxDelay = events.Duration(200 * time.Millisecond)
+	p.MinDelay = events.Duration(10 * time.Millisecond)
+	p.Lease = events.Duration(1500 * time.Millisecond)
+	return p
+}
+
+func setupLive(t *testing.T, faults sandbox.Faults) *live {
+	t.Helper()
+	ctx := context.Background()
+	srv := natstest.RunServer(t)
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
+	require.NoError(t, err)
+	sb := sandbox.New(sandbox.Config{Seed: 1, Faults: faults})
+	url, err := sb.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Close() })
+	client, err := serper.New(serper.Config{BaseURL: url, Token: sandbox.DefaultToken, Timeout: 5 * time.Second, AllowShortTimeout: true})
+	require.NoError(t, err)
+	t.Cleanup(client.CloseIdleConnections)
+	return &live{t: t, srv: srv, store: st, sb: sb, client: client, policy: testPolicy()}
+}
+
+func (l *live) engine(name string, hooks worker.Hooks) *worker.Engine {
+	eng, err := worker.New(worker.Config{Name: name, Store: l.store, API: l.client,
+		Timers: snats.NewTimers(l.srv.JS, nil), Policy: l.policy, Hooks: hooks, ReconcileRetry: 100 * time.Millisecond})
+	require.NoError(l.t, err)
+	return eng
+}
+
+// start runs intake and workers of an engine until the returned stop is
+// called.
+func (l *live) start(eng *worker.Engine, concurrency int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	intake, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.IntakeConsumer)
+	require.NoError(l.t, err)
+	work, err := snats.Consumer(ctx, l.srv.JS, snats.WorkStream, snats.WorkConsumer)
+	require.NoError(l.t, err)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = eng.RunIntake(ctx, l.srv.JS, intake, 64) }()
+	go func() {
+		defer wg.Done()
+		_ = eng.Run(ctx, work, worker.RunOptions{Concurrency: concurrency, Grace: 5 * time.Second, RetryDelay: 50 * time.Millisecond})
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	l.t.Cleanup(stop)
+	return stop
+}
+
+func (l *live) publish(payload string) {
+	_, err := l.srv.JS.Publish(context.Background(), snats.ScheduleSubject, []byte(payload))
+	require.NoError(l.t, err)
+}
+
+func cmdFor(i int) string {
+	return fmt.Sprintf(`{"slot":"2026-12-02T%02d:%02d:00Z","query":"espresso scale %d","country":"US","language":"en","device":"mobile"}`, i/60%24, i%60, i)
+}
+
+func jobFor(t *testing.T, payload string) string {
+	c, err := worker.ParseCommand([]byte(payload))
+	require.NoError(t, err)
+	s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+	require.NoError(t, err)
+	return s.JobID
+}
+
+// waitTerminal polls until every job is finished.
+func (l *live) waitTerminal(jobs []string, timeout time.Duration) map[string]aggregate.State {
+	out := map[string]aggregate.State{}
+	natstest.WaitFor(l.t, timeout, func() error {
+		for _, j := range jobs {
+			if _, done := out[j]; done {
+				continue
+			}
+			evs, _, err := l.store.Load(context.Background(), j)
+			if err != nil {
+				return err
+			}
+			s := aggregate.Fold(evs)
+			if !s.Status.Terminal() {
+				return fmt.Errorf("job %s is %q", j, s.Status)
+			}
+			out[j] = s
+		}
+		return nil
+	})
+	return out
+}
+
+// chargesPerJob joins the sandbox's charges by key to the jobs' keys.
+func (l *live) chargesPerJob(states map[string]aggregate.State) map[string]int {
+	perKey := l.sb.Stats().ChargesPerKey
+	out := map[string]int{}
+	for j, s := range states {
+		for _, a := range s.Attempts {
+			out[j] += perKey[a.Key]
+		}
+	}
+	return out
+}
+
+func (l *live) rejections() map[string]int {
+	st, err := l.srv.JS.Stream(context.Background(), snats.RejectStream)
+	require.NoError(l.t, err)
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(snats.RejectSubjectPrefix+">"))
+	require.NoError(l.t, err)
+	out := map[string]int{}
+	for subj, n := range info.State.Subjects {
+		out[subj] = int(n)
+	}
+	return out
+}
+
+func TestEngineOnJetStream(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{DropAfterSearch: 0.1, DropBeforeSearch: 0.05, GatewayPage502: 0.05,
+		GatewayPage504: 0.05, Timeout408: 0.05, BillingUnavailable503: 0.05, EarlyExpiry: 0.05, ZeroResults: 0.05})
+	l.start(l.engine("w1", worker.Hooks{}), 8)
+	l.start(l.engine("w2", worker.Hooks{}), 8)
+	const n = 60
+	var jobs []string
+	for i := 0; i < n; i++ {
+		l.publish(cmdFor(i))
+		jobs = append(jobs, jobFor(t, cmdFor(i)))
+		if i%10 == 0 {
+			l.publish(cmdFor(i)) // published twice: still one job
+		}
+	}
+	l.publish(`{"slot":"soon","query":"x","country":"US","language":"en","device":"mobile"}`)
+	l.publish(`not json at all`)
+
+	states := l.waitTerminal(jobs, 60*time.Second)
+	for j, charges := range l.chargesPerJob(states) {
+		require.LessOrEqual(t, charges, 1, "job %s bought %d times", j, charges)
+		evs, _, err := l.store.Load(context.Background(), j)
+		require.NoError(t, err)
+		require.Empty(t, aggregate.Verify(evs))
+		require.Equal(t, 1, countType(evs, events.TypeJobScheduled))
+	}
+	require.Zero(t, l.sb.Stats().BodyViolations)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if r := l.rejections(); r["serp.rejected.invalid_slot"] != 1 || r["serp.rejected.malformed"] != 1 {
+			return fmt.Errorf("rejections %v", r)
+		}
+		return nil
+	})
+}
+
+func countType(evs []events.Event, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type() == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCrashResumesOnJetStream: a worker dies after Sent, before the
+// request; the delivery comes back after its ack wait, the next worker waits
+// out the lease and resends the same key.
+func TestCrashResumesOnJetStream(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	crashed := make(chan struct{})
+	var once sync.Once
+	a := l.engine("a", worker.Hooks{AfterClaim: func(string) error {
+		once.Do(func() { close(crashed) })
+		return worker.ErrCrash
+	}})
+	stopA := l.start(a, 1)
+	l.publish(cmdFor(1))
+	job := jobFor(t, cmdFor(1))
+	<-crashed
+	stopA()
+
+	l.start(l.engine("b", worker.Hooks{}), 1)
+	states := l.waitTerminal([]string{job}, 30*time.Second)
+	s := states[job]
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Len(t, s.Attempts, 1, "same key")
+	require.Equal(t, 2, s.Sends)
+	require.Equal(t, 1, l.chargesPerJob(states)[job])
+}
+
+// TestTimersSurviveARestartAndTheSweepRepairsLostOnes.
+func TestTimersSurviveARestartAndTheSweepRepairsLostOnes(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", worker.Hooks{})
+	ctx := context.Background()
+	future := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
+	out, err := eng.Schedule(ctx, []byte(`{"slot":"`+future+`","query":"later","country":"US","language":"en","device":"mobile"}`), "test")
+	require.NoError(t, err)
+
+	// A second job whose timer is lost: the work stream forgets it.
+	lost, err := eng.Schedule(ctx, []byte(`{"slot":"`+future+`","query":"lost","country":"US","language":"en","device":"mobile"}`), "test")
+	require.NoError(t, err)
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(snats.TimerSubjectPrefix+lost.JobID)))
+
+	l.srv.Restart(t)
+	rep, err := eng.Sweep(ctx, l.srv.JS)
+	require.NoError(t, err)
+	require.Equal(t, worker.SweepReport{Jobs: 2, Live: 2, Rearmed: 1}, rep)
+	rep, err = eng.Sweep(ctx, l.srv.JS)
+	require.NoError(t, err)
+	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
+
+	l.start(eng, 2)
+	states := l.waitTerminal([]string{out.JobID, lost.JobID}, 30*time.Second)
+	for _, s := range states {
+		require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	}
+}
+
+// TestCrashWindowsOnJetStream plays a crash at each point where a process
+// may die, on a real JetStream server and the sandbox, and shows that the
+// job resumes on another worker and that the sandbox's ledger holds exactly
+// one charge for it.
+func TestCrashWindowsOnJetStream(t *testing.T) {
+	type window struct {
+		name   string
+		faults sandbox.Faults // in force until the crash
+		hooks  func(crash func() error) worker.Hooks
+		keys   int // attempt keys the job ends with
+	}
+	windows := []window{
+		{"after the first key is stored, before Sent", sandbox.Faults{},
+			func(crash func() error) worker.Hooks {
+				return worker.Hooks{AfterSchedule: func(string) error { return crash() }}
+			}, 1},
+		{"after a new key is stored, before its Sent", sandbox.Faults{Timeout408: 1},
+			func(crash func() error) worker.Hooks {
+				return worker.Hooks{AfterRecord: func(string) error { return crash() }}
+			}, 2},
+		{"after Sent, before the request", sandbox.Faults{},
+			func(crash func() error) worker.Hooks {
+				return worker.Hooks{AfterClaim: func(string) error { return crash() }}
+			}, 1},
+		{"after the request, before its outcome is stored", sandbox.Faults{},
+			func(crash func() error) worker.Hooks {
+				return worker.Hooks{AfterSearch: func(string) error { return crash() }}
+			}, 1},
+		{"after an unknown outcome is stored, before the ack", sandbox.Faults{DropAfterSearch: 1},
+			func(crash func() error) worker.Hooks {
+				return worker.Hooks{AfterRecord: func(string) error { return crash() }}
+			}, 1},
+		{"after the observation is stored, before the ack", sandbox.Faults{},
+			func(crash func() error) worker.Hooks {
+				return worker.Hooks{AfterRecord: func(string) error { return crash() }}
+			}, 1},
+	}
+	for i, w := range windows {
+		t.Run(w.name, func(t *testing.T) {
+			l := setupLive(t, w.faults)
+			crashed := make(chan struct{})
+			var once sync.Once
+			crash := func() error {
+				err := worker.ErrCrash
+				once.Do(func() { l.sb.SetFaults(sandbox.Faults{}); close(crashed) })
+				return err
+			}
+			// After its one crash, worker a stays dead: every hook fails.
+			stopA := l.start(l.engine("a", w.hooks(crash)), 1)
+			l.publish(cmdFor(i))
+			job := jobFor(t, cmdFor(i))
+			<-crashed
+			stopA()
+
+			l.start(l.engine("b", worker.Hooks{}), 1)
+			states := l.waitTerminal([]string{job}, 30*time.Second)
+			s := states[job]
+			require.Equal(t, aggregate.StatusSucceeded, s.Status)
+			require.Len(t, s.Attempts, w.keys)
+			require.Equal(t, 1, l.chargesPerJob(states)[job], "bought exactly once")
+			evs, _, err := l.store.Load(context.Background(), job)
+			require.NoError(t, err)
+			require.Empty(t, aggregate.Verify(evs))
+		})
+	}
+}

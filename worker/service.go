@@ -1,0 +1,165 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/projections"
+)
+
+// The micro service: `nats micro ls` lists it as "serpent".
+const (
+	ServiceName    = "serpent"
+	ServiceVersion = "0.1.0"
+	// ServicePrefix is the subject group of its endpoints:
+	// serpent.schedule, serpent.status, serpent.cancel, serpent.repurchase.
+	ServicePrefix = "serpent"
+)
+
+// ServiceError is the JSON body of an error reply.
+type ServiceError struct {
+	Error  string                 `json:"error"`
+	Reason string                 `json:"reason,omitempty"`
+	Fields []aggregate.FieldError `json:"fields,omitempty"`
+}
+
+// JobRequest names a job for status, cancel and repurchase. A plain job id
+// as the whole request body works too for status.
+type JobRequest struct {
+	JobID  string `json:"job_id"`
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Service offers the engine's operations request-reply on NATS: schedule a
+// command (answers the job id), show a job's status, cancel a job,
+// authorise a re-purchase. Errors carry the micro error headers and a JSON
+// ServiceError body.
+func (e *Engine) Service(ctx context.Context, nc *natsgo.Conn) (micro.Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: ServiceName, Version: ServiceVersion,
+		Description: "serpent: schedule, inspect and steer paid SERP observations",
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := svc.AddGroup(ServicePrefix)
+	endpoints := []struct {
+		name, doc string
+		h         func(context.Context, micro.Request)
+	}{
+		{"schedule", "a schedule command (JSON); answers the job id", e.serveSchedule},
+		{"status", "a job id; answers the job's status", e.serveStatus},
+		{"cancel", `{"job_id","by","reason"}; cancels a job that is not finished`, e.serveCancel},
+		{"repurchase", `{"job_id","by","reason"}; buys a charged_no_result job again, deliberately`, e.serveRepurchase},
+	}
+	for _, ep := range endpoints {
+		if err := g.AddEndpoint(ep.name, micro.ContextHandler(ctx, ep.h),
+			micro.WithEndpointMetadata(map[string]string{"description": ep.doc})); err != nil {
+			_ = svc.Stop()
+			return nil, err
+		}
+	}
+	return svc, nil
+}
+
+func (e *Engine) serveSchedule(ctx context.Context, r micro.Request) {
+	out, err := e.Schedule(ctx, r.Data(), "micro:"+ServicePrefix+".schedule")
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	_ = r.RespondJSON(out)
+}
+
+func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
+	req, err := parseJobRequest(r.Data())
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	s, err := e.State(ctx, req.JobID)
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	if !s.Exists() {
+		respondError(r, aggregate.ErrNoJob)
+		return
+	}
+	_ = r.RespondJSON(projections.ViewOf(s))
+}
+
+func (e *Engine) serveCancel(ctx context.Context, r micro.Request) {
+	e.serveOperator(ctx, r, e.Cancel)
+}
+
+func (e *Engine) serveRepurchase(ctx context.Context, r micro.Request) {
+	e.serveOperator(ctx, r, e.Repurchase)
+}
+
+func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(ctx context.Context, jobID, by, reason string) (aggregate.State, error)) {
+	req, err := parseJobRequest(r.Data())
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	if req.By == "" {
+		req.By = "micro"
+	}
+	s, err := op(ctx, req.JobID, req.By, req.Reason)
+	if err != nil {
+		respondError(r, err)
+		return
+	}
+	_ = r.RespondJSON(projections.ViewOf(s))
+}
+
+var errBadRequest = errors.New("bad request")
+
+func parseJobRequest(data []byte) (JobRequest, error) {
+	var req JobRequest
+	trimmed := strings.TrimSpace(string(data))
+	if strings.HasPrefix(trimmed, "{") {
+		if err := json.Unmarshal(data, &req); err != nil {
+			return req, errors.Join(errBadRequest, err)
+		}
+	} else {
+		req.JobID = trimmed
+	}
+	if req.JobID == "" {
+		return req, errors.Join(errBadRequest, errors.New("a job id is required"))
+	}
+	return req, nil
+}
+
+// respondError answers with a status code the caller can act on.
+func respondError(r micro.Request, err error) {
+	body := ServiceError{Error: err.Error()}
+	code := "500"
+	var rej *RejectError
+	switch {
+	case errors.As(err, &rej):
+		code, body.Reason, body.Fields = "400", rej.Reason, rej.Fields
+	case errors.Is(err, errBadRequest), errors.Is(err, aggregate.ErrInvalidInput):
+		code = "400"
+	case errors.Is(err, aggregate.ErrNoJob):
+		code = "404"
+	case errors.Is(err, aggregate.ErrTerminal), errors.Is(err, aggregate.ErrLeased), errors.Is(err, aggregate.ErrNotAllowed):
+		code = "409"
+	}
+	data, _ := json.Marshal(body)
+	_ = r.Error(code, firstLine(err.Error()), data)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// maxRounds bounds how often one Step reloads a job. Each round either
+// makes progress or learns that another writer did, so a handful suffice.
+const maxRounds = 16
+
+// ErrNoSuchJob is returned by Step for a wake-up of a job with no events.
+var ErrNoSuchJob = errors.New("worker: no such job")
+
+// Step takes a job as far as it can go now: it claims and sends, records
+// outcomes, reconciles, until the job must wait or is done. It returns what
+// comes next; the caller arms the timer for a wait and then acknowledges the
+// delivery. keepAlive, if not nil, is called while a request is in flight
+// so the delivery is not handed to another worker.
+//
+// An error means the step stopped part way (the store was unreachable, the
+// context ended, a hook played a crash): the caller must not acknowledge;
+// whatever was written is in the log and the next delivery resumes from it.
+func (e *Engine) Step(ctx context.Context, jobID string, keepAlive func()) (aggregate.Next, error) {
+	for round := 0; round < maxRounds; round++ {
+		evs, ver, err := e.cfg.Store.Load(ctx, jobID)
+		if err != nil {
+			return aggregate.Next{}, fmt.Errorf("load job %s: %w", jobID, err)
+		}
+		s := aggregate.Fold(evs)
+		if !s.Exists() {
+			return aggregate.Next{Step: aggregate.StepDone}, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
+		}
+		now := e.cfg.Now()
+		next := s.Next(now)
+		switch next.Step {
+		case aggregate.StepDone, aggregate.StepWait:
+			return next, nil
+		case aggregate.StepReconcile:
+			if err := e.reconcile(ctx, s, ver); err != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrCrash) {
+					return aggregate.Next{}, err
+				}
+				var le *serper.LedgerError
+				retry := e.cfg.ReconcileRetry
+				if errors.As(err, &le) && le.RetryAfter > retry {
+					retry = le.RetryAfter
+				}
+				e.jobLog(jobID, s).Warn("billing ledger look-up failed; trying again later", "err", err, "retry_in", retry)
+				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, nil
+			}
+		case aggregate.StepSend:
+			if err := e.send(ctx, s, ver, keepAlive); err != nil {
+				return aggregate.Next{}, err
+			}
+		}
+	}
+	return aggregate.Next{}, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
+}
+
+// send claims the job, sends its key and records the outcome. A lost race
+// for the claim is not an error: the next round reloads.
+func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, keepAlive func()) error {
+	jobID := s.JobID
+	evs, err := e.decider.Decide(s, aggregate.Due{Worker: e.cfg.Name}, e.cfg.Now(), e.cfg.IDs)
+	switch {
+	case errors.Is(err, aggregate.ErrNotDue), errors.Is(err, aggregate.ErrLeased), errors.Is(err, aggregate.ErrMustReconcile):
+		return nil // the clock moved between Next and Decide; reload
+	case err != nil:
+		return fmt.Errorf("job %s: decide claim: %w", jobID, err)
+	}
+	ver, err = e.cfg.Store.Append(ctx, jobID, ver, evs...)
+	if errors.Is(err, store.ErrConcurrency) {
+		return nil // another worker got there first
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: append claim: %w", jobID, err)
+	}
+	for _, ev := range evs {
+		s = aggregate.Apply(s, ev)
+	}
+	sent, ok := evs[0].Data.(events.Sent)
+	if !ok {
+		return nil // the key's deadline passed: reconciliation, or the job failed its budget
+	}
+	log := e.jobLog(jobID, s)
+	if err := e.hook(e.cfg.Hooks.AfterClaim, jobID); err != nil {
+		return err
+	}
+	// Last check before the request leaves: a pause since the claim must
+	// not let a key out past its deadline or after the lease ran out.
+	if now := e.cfg.Now(); !now.Before(sent.LeaseUntil) || !now.Before(sent.Deadline) {
+		log.Warn("claim expired before the request left; not sending", "lease_until", sent.LeaseUntil, "deadline", sent.Deadline)
+		return nil
+	}
+	if aggregate.BodyHash(s.Body) != s.BodySHA256 {
+		return fmt.Errorf("job %s: stored body does not match its hash; refusing to send", jobID)
+	}
+	res := e.search(ctx, sent, s.Body, keepAlive)
+	log.Info("sent", "try", sent.Try, "attempt", sent.Attempt, "result", res)
+	if err := e.hook(e.cfg.Hooks.AfterSearch, jobID); err != nil {
+		return err
+	}
+	return e.record(ctx, s, ver, outcomeOf(sent.Key, sent.Try, res))
+}
+
+// search calls the API, keeping the delivery alive while it runs.
+func (e *Engine) search(ctx context.Context, sent events.Sent, body string, keepAlive func()) serper.Result {
+	if keepAlive == nil {
+		return e.cfg.API.Search(ctx, sent.Key, []byte(body))
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(keepAliveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				keepAlive()
+			}
+		}
+	}()
+	return e.cfg.API.Search(ctx, sent.Key, []byte(body))
+}
+
+// keepAliveEvery is how often a delivery is kept alive during a request.
+var keepAliveEvery = 5 * time.Second
+
+// record appends what a send learned. The outcome is a fact: if the job
+// moved on meanwhile, it is decided again on the new state; if the store is
+// unreachable, it is retried until the context ends (then the key is
+// resent by the next worker and the API replays the same outcome).
+func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out aggregate.Outcome) error {
+	jobID := s.JobID
+	for {
+		evs, err := e.decider.Decide(s, out, e.cfg.Now(), e.cfg.IDs)
+		if errors.Is(err, aggregate.ErrStaleOutcome) || errors.Is(err, aggregate.ErrTerminal) {
+			e.jobLog(jobID, s).Info("outcome no longer decides anything", "reason", err)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("job %s: decide outcome: %w", jobID, err)
+		}
+		_, err = e.cfg.Store.Append(ctx, jobID, ver, evs...)
+		if err == nil {
+			return e.hook(e.cfg.Hooks.AfterRecord, jobID)
+		}
+		if !errors.Is(err, store.ErrConcurrency) {
+			if ctx.Err() != nil {
+				return fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+			}
+			e.jobLog(jobID, s).Warn("recording the outcome failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("job %s: outcome not recorded: %w", jobID, ctx.Err())
+			case <-time.After(e.cfg.StoreRetry):
+			}
+		}
+		var loaded []events.Event
+		if loaded, ver, err = e.cfg.Store.Load(ctx, jobID); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+			}
+			continue
+		}
+		s = aggregate.Fold(loaded)
+	}
+}
+
+// reconcile asks the billing ledger about every key the job sent and
+// records the verdict.
+func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) error {
+	q := s.ReconcileQuery()
+	var entries []serper.LedgerEntry
+	if len(q.Keys)+len(q.RequestIDs) > 0 {
+		var err error
+		entries, err = e.cfg.API.Ledger(ctx, serper.LedgerQuery{Keys: q.Keys, RequestIDs: q.RequestIDs})
+		if err != nil {
+			return err
+		}
+	}
+	evs, err := e.decider.Decide(s, answerOf(q, entries), e.cfg.Now(), e.cfg.IDs)
+	if err != nil {
+		return fmt.Errorf("job %s: decide reconciliation: %w", s.JobID, err)
+	}
+	_, err = e.cfg.Store.Append(ctx, s.JobID, ver, evs...)
+	if errors.Is(err, store.ErrConcurrency) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: append reconciliation: %w", s.JobID, err)
+	}
+	rec := evs[0].Data.(events.Reconciled)
+	e.jobLog(s.JobID, s).Info("reconciled", "verdict", rec.Verdict, "charges", rec.Charges, "keys", len(q.Keys))
+	return e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
+}

@@ -1,0 +1,266 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHappyPath(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("req_1", false) })
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	at, armed := e.timers.get(job)
+	require.True(t, armed, "a new job's timer is armed")
+	require.Equal(t, t0, at)
+
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Equal(t, []string{"JobScheduled", "AttemptCreated", "Sent", "ObservationStored"}, typesOf(e.log(job)))
+	require.Equal(t, "req_1", s.Result.RequestID)
+	require.Empty(t, aggregate.Verify(e.log(job)))
+}
+
+func TestScheduleIsIdempotentAndRejectsBadInput(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	eng := e.engine("w1", worker.Hooks{})
+	ctx := context.Background()
+	first, err := eng.Schedule(ctx, command, "test")
+	require.NoError(t, err)
+	require.True(t, first.Created)
+	again, err := eng.Schedule(ctx, []byte(`{"slot":"2026-12-02T15:00:00+01:00","query":" espresso  scale","country":"us","language":"en","device":"mobile"}`), "test")
+	require.NoError(t, err)
+	require.False(t, again.Created)
+	require.Equal(t, first.JobID, again.JobID)
+	require.Len(t, e.log(first.JobID), 2, "no second JobScheduled")
+
+	for payload, reason := range map[string]string{
+		`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"USA","language":"en","device":"mobile"}`:                "invalid_country",
+		`{"slot":"yesterday","query":"q","country":"US","language":"en","device":"mobile"}`:                            "invalid_slot",
+		`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","colour":"blue"}`: worker.ReasonMalformed,
+		`not json`: worker.ReasonMalformed,
+		`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile"} {}`: worker.ReasonMalformed,
+		`{"query":"` + string(make([]byte, worker.MaxCommandBytes)) + `"}`:                                worker.ReasonTooLarge,
+	} {
+		_, err := eng.Schedule(ctx, []byte(payload), "test")
+		var rej *worker.RejectError
+		require.ErrorAs(t, err, &rej, payload)
+		require.Equal(t, reason, rej.Reason)
+		require.NotEmpty(t, rej.Error())
+	}
+}
+
+// TestUnknownOutcomesKeepTheKey: dropped replies and in-progress answers
+// resend the same key and body until the API settles it.
+func TestUnknownOutcomesKeepTheKey(t *testing.T) {
+	e := setup(t, func(_ string, n int) serper.Result {
+		switch n {
+		case 1:
+			return unknown("connection")
+		case 2:
+			return confirmed(409, "idempotency_in_progress", "r")
+		case 3:
+			return confirmed(503, "billing_unavailable", "r")
+		}
+		return success("r", true)
+	})
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Len(t, s.Attempts, 1)
+	require.Equal(t, 4, e.api.sends[s.Attempts[0].Key])
+}
+
+func TestConfirmedErrorsRotateTheKey(t *testing.T) {
+	e := setup(t, func(key string, n int) serper.Result {
+		if len(e0.api.sends) == 1 {
+			return confirmed(408, "search_timeout", "r1")
+		}
+		return success("r2", false)
+	})
+	e0 = e
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Len(t, s.Attempts, 2)
+	require.Len(t, e.api.sends, 2)
+	require.Equal(t, e.api.bodies[s.Attempts[0].Key], e.api.bodies[s.Attempts[1].Key], "same body under every key")
+}
+
+var e0 *env
+
+func TestReplayUnavailableReconciles(t *testing.T) {
+	t.Run("charged", func(t *testing.T) {
+		e := setup(t, func(key string, n int) serper.Result {
+			return confirmed(409, "idempotency_replay_unavailable", "req_A")
+		})
+		eng := e.engine("w1", worker.Hooks{})
+		job := e.schedule(eng)
+		key, _ := e.state(job).Current()
+		e.api.charge(key.Key, "req_A")
+		s := e.runToEnd(eng, job)
+		require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
+		require.Equal(t, 1, e.api.sendCount(), "no automatic resend after a replay-unavailable answer")
+
+		// An operator buys it again, deliberately.
+		e.api.reply = func(string, int) serper.Result { return success("req_B", false) }
+		_, err := eng.Repurchase(context.Background(), job, "ops", "needed for the weekly report")
+		require.NoError(t, err)
+		s = e.runToEnd(eng, job)
+		require.Equal(t, aggregate.StatusSucceeded, s.Status)
+		require.Empty(t, aggregate.Verify(e.log(job)))
+	})
+	t.Run("ledger down, then not charged", func(t *testing.T) {
+		e := setup(t, func(key string, n int) serper.Result {
+			if n == 1 && len(e0.api.sends) == 1 {
+				return confirmed(409, "idempotency_replay_unavailable", "req_A")
+			}
+			return success("req_B", false)
+		})
+		e0 = e
+		e.api.ledgerE = &serper.LedgerError{Status: 503, Code: "service_unavailable"}
+		eng := e.engine("w1", worker.Hooks{})
+		job := e.schedule(eng)
+		next, err := eng.Step(context.Background(), job, nil)
+		require.NoError(t, err)
+		require.Equal(t, aggregate.StepWait, next.Step, "a failed look-up waits")
+		require.Equal(t, aggregate.StatusReconciling, e.state(job).Status)
+		e.api.ledgerE = nil
+		s := e.runToEnd(eng, job)
+		require.Equal(t, aggregate.StatusSucceeded, s.Status)
+		require.Len(t, s.Attempts, 2, "no charge found: a new key is safe")
+	})
+}
+
+// TestUnknownUntilTheDeadline: a key that never gets a definite answer is
+// not resent past its deadline; the ledger decides.
+func TestUnknownUntilTheDeadline(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return unknown("gateway_page") })
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	key, _ := e.state(job).Current()
+	e.api.charge(key.Key, "req_A")
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
+	for _, ev := range e.log(job) {
+		if sent, ok := ev.Data.(events.Sent); ok {
+			require.True(t, ev.Time.Before(sent.Deadline))
+		}
+	}
+	require.Empty(t, aggregate.Verify(e.log(job)))
+}
+
+// TestCrashWindows plays a crash at each point where a process may die and
+// shows that another worker resumes the job with the same key and that the
+// observation is bought once.
+func TestCrashWindows(t *testing.T) {
+	crashOnce := func(fired *bool) func(string) error {
+		return func(string) error {
+			if *fired {
+				return nil
+			}
+			*fired = true
+			return worker.ErrCrash
+		}
+	}
+	for name, hooks := range map[string]func(*bool) worker.Hooks{
+		"after Sent, before the request": func(f *bool) worker.Hooks { return worker.Hooks{AfterClaim: crashOnce(f)} },
+		"after the reply, before the outcome": func(f *bool) worker.Hooks {
+			return worker.Hooks{AfterSearch: crashOnce(f)}
+		},
+		"after the outcome, before the ack": func(f *bool) worker.Hooks { return worker.Hooks{AfterRecord: crashOnce(f)} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			// The provider: the first execution of a key is billed and
+			// replayed after that, as Serper.live does.
+			e := setup(t, nil)
+			e.api.reply = func(key string, n int) serper.Result {
+				if n == 1 {
+					e.api.ledger = append(e.api.ledger, serper.LedgerEntry{RequestID: "req_" + key, IdempotencyKey: key, BilledPages: 1})
+					return success("req_"+key, false)
+				}
+				return success("req_"+key, true)
+			}
+			var fired bool
+			a := e.engine("a", hooks(&fired))
+			job := e.schedule(a)
+			_, err := a.Step(context.Background(), job, nil)
+			require.ErrorIs(t, err, worker.ErrCrash)
+
+			// Worker a is gone. b takes the redelivered job.
+			b := e.engine("b", worker.Hooks{})
+			s := e.runToEnd(b, job)
+			require.Equal(t, aggregate.StatusSucceeded, s.Status)
+			require.Len(t, s.Attempts, 1, "resumed with the same key")
+			require.Len(t, e.api.ledger, 1, "one charge")
+			require.Empty(t, aggregate.Verify(e.log(job)))
+		})
+	}
+}
+
+// TestRacingWorkers: several workers step the same job at once; the log lets
+// exactly one claim each send.
+func TestRacingWorkers(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		e := setup(t, func(_ string, n int) serper.Result {
+			if n < 3 {
+				return unknown("timeout")
+			}
+			return success("r", n > 1)
+		})
+		engines := make([]*worker.Engine, n)
+		for i := range engines {
+			engines[i] = e.engine(string(rune('a'+i)), worker.Hooks{})
+		}
+		job := e.schedule(engines[0])
+		for round := 0; round < 50 && !e.state(job).Status.Terminal(); round++ {
+			var wg sync.WaitGroup
+			nexts := make([]aggregate.Next, n)
+			for i, eng := range engines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					next, err := eng.Step(context.Background(), job, nil)
+					if err == nil {
+						nexts[i] = next
+					}
+				}()
+			}
+			wg.Wait()
+			for _, nx := range nexts {
+				if nx.Step == aggregate.StepWait {
+					e.clock.Set(nx.At)
+				}
+			}
+		}
+		require.Equal(t, aggregate.StatusSucceeded, e.state(job).Status)
+		require.Empty(t, aggregate.Verify(e.log(job)), "no two workers sent at once")
+	}
+}
+
+func TestCancel(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return unknown("connection") })
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	_, err := eng.Step(context.Background(), job, nil)
+	require.NoError(t, err)
+	s, err := eng.Cancel(context.Background(), job, "ops", "not needed")
+	require.NoError(t, err)
+	require.Equal(t, aggregate.StatusCancelled, s.Status)
+	_, err = eng.Cancel(context.Background(), job, "ops", "again")
+	require.True(t, errors.Is(err, aggregate.ErrTerminal))
+	next, err := eng.Step(context.Background(), job, nil)
+	require.NoError(t, err)
+	require.Equal(t, aggregate.StepDone, next.Step)
+	_ = time.Second
+}

@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// SweepReport counts what a sweep saw.
+type SweepReport struct {
+	Jobs     int `json:"jobs"`
+	Live     int `json:"live"`
+	Rearmed  int `json:"rearmed"`
+	Unusable int `json:"unusable"`
+}
+
+// Sweep re-arms timers that were lost for any reason (a purged work
+// stream, a bug, an operator's mistake): every job whose last event is not
+// terminal and that has neither a timer nor a due message is armed again
+// from its state. It reads the last event of every job, so it is run at
+// start-up and now and then, not on the hot path.
+func (e *Engine) Sweep(ctx context.Context, js jetstream.JetStream) (SweepReport, error) {
+	var rep SweepReport
+	work, err := js.Stream(ctx, snats.WorkStream)
+	if err != nil {
+		return rep, fmt.Errorf("sweep: %w", err)
+	}
+	cons, err := js.OrderedConsumer(ctx, snats.EventStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{snats.EventSubjectPrefix + ">"},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return rep, fmt.Errorf("sweep: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("sweep: %w", err)
+	}
+	if info.NumPending == 0 {
+		return rep, nil
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return rep, fmt.Errorf("sweep: %w", err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return rep, fmt.Errorf("sweep: %w", err)
+		}
+		rep.Jobs++
+		jobID := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
+		ev, derr := events.Decode(msg.Data())
+		switch {
+		case derr != nil:
+			rep.Unusable++
+			e.log.Warn("sweep: unreadable last event", "job", jobID, "err", derr)
+		case !terminalEvent(ev):
+			rep.Live++
+			if armed, err := hasWake(ctx, work, jobID); err != nil {
+				return rep, fmt.Errorf("sweep: %w", err)
+			} else if !armed {
+				if err := e.rearm(ctx, jobID); err != nil {
+					return rep, err
+				}
+				rep.Rearmed++
+			}
+		}
+		meta, err := msg.Metadata()
+		if err != nil || meta.NumPending == 0 {
+			return rep, err
+		}
+	}
+}
+
+// terminalEvent reports whether a job whose last event is ev is finished.
+func terminalEvent(ev events.Event) bool {
+	switch d := ev.Data.(type) {
+	case events.ObservationStored, events.JobFailed, events.JobCancelled:
+		return true
+	case events.Reconciled:
+		return d.Verdict == aggregate.VerdictCharged
+	}
+	return false
+}
+
+// hasWake reports whether a job has a timer or a due message waiting.
+func hasWake(ctx context.Context, work jetstream.Stream, jobID string) (bool, error) {
+	for _, subj := range []string{snats.TimerSubjectPrefix + jobID, snats.WorkSubjectPrefix + jobID} {
+		_, err := work.GetLastMsgForSubject(ctx, subj)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// rearm arms a job's timer from its state.
+func (e *Engine) rearm(ctx context.Context, jobID string) error {
+	s, err := e.State(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	next := s.Next(e.cfg.Now())
+	if next.Step == aggregate.StepDone {
+		return nil
+	}
+	e.jobLog(jobID, s).Warn("sweep: the job had no timer; arming it again", "at", next.At)
+	return e.cfg.Timers.Arm(ctx, jobID, next.At)
+}
