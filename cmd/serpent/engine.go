@@ -136,6 +136,12 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 	}
 	cfg := serper.Config{Timeout: f.clientTimeout}
 	switch {
+	case f.sandboxURL != "":
+		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = f.sandboxURL, sandbox.DefaultToken, true
+		if err == nil {
+			cfg.Token = token
+		}
+		say("SANDBOX MODE: searches go to the sandbox at %s and nothing is bought", f.sandboxURL)
 	case errors.Is(err, serper.ErrNoToken) && url == "":
 		sbCfg := sandbox.Config{SearchTime: 50 * time.Millisecond}
 		if f.sandboxConfig != "" {

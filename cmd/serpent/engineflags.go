@@ -24,6 +24,7 @@ type engineFlags struct {
 	tokenFile     string
 	clientTimeout time.Duration
 	sandboxConfig string
+	sandboxURL    string
 
 	workers    int
 	intakeConc int
@@ -52,6 +53,7 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.StringVar(&f.apiURL, "api-url", "", "Serper.live base URL (env SERPER_LIVE_URL; default "+DefaultAPIURL+" with a token, the built-in sandbox without)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default: env "+serper.TokenEnv+")")
 	fs.DurationVar(&f.clientTimeout, "client-timeout", serper.DefaultTimeout, "how long to wait for a search (the API may run one for 90 s)")
+	fs.StringVar(&f.sandboxURL, "sandbox-url", "", "use a sandbox running elsewhere (serpent sandbox) instead of the built-in one; short client timeouts and leases are allowed")
 	fs.StringVar(&f.sandboxConfig, "sandbox-config", "", "JSON config of the built-in sandbox (seed, faults, durations), as for serpent sandbox --config")
 	fs.IntVar(&f.workers, "workers", 16, "jobs this process works on at once")
 	fs.IntVar(&f.intakeConc, "intake-concurrency", 16, "schedule commands handled at once")
