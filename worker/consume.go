@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/serpent-engine/serpent/aggregate"
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
@@ -103,7 +102,7 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 // handle steps the job of one delivery and settles the delivery.
 func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
 	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)
-	next, err := e.Step(ctx, jobID, func() { _ = msg.InProgress() })
+	err := e.settle(ctx, jobID, known{}, func() { _ = msg.InProgress() })
 	switch {
 	case errors.Is(err, ErrNoSuchJob):
 		e.log.Warn("wake-up for a job that does not exist", "job", jobID)
@@ -115,13 +114,6 @@ func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions)
 		e.log.Warn("step failed; the job will be tried again", "job", jobID, "err", err)
 		_ = msg.NakWithDelay(opts.RetryDelay)
 		return
-	}
-	if next.Step == aggregate.StepWait {
-		if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {
-			e.log.Warn("arming the timer failed; the job will be tried again", "job", jobID, "err", err)
-			_ = msg.NakWithDelay(opts.RetryDelay)
-			return
-		}
 	}
 	_ = msg.Ack()
 }

@@ -61,59 +61,66 @@ type Scheduled struct {
 	NotBefore time.Time        `json:"not_before"`
 }
 
-// Schedule turns a command into a job, or into a *RejectError. It is
-// idempotent: the job id comes from the slot and the canonical search
-// context, and the job's first events are appended only if it has none, so
-// the same command any number of times is one job. The job's timer is armed
-// whether the job is new or not, so a command redelivered after a crash also
-// repairs a timer that was never armed.
+// Schedule turns a command into a job, or into a *RejectError, and arms
+// the job's timer. It is idempotent: the job id comes from the slot and the
+// canonical search context, and the job's first events are appended only if
+// it has none, so the same command any number of times is one job. The
+// timer is armed whether the job is new or not, so a command redelivered
+// after a crash also repairs a timer that was never armed.
 func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Scheduled, error) {
+	out, k, err := e.schedule(ctx, data, source)
+	if err != nil {
+		return out, err
+	}
+	if !k.ok {
+		if k.s, err = e.State(ctx, out.JobID); err != nil {
+			return Scheduled{}, err
+		}
+	}
+	if next := k.s.Next(e.cfg.Now()); next.Step != aggregate.StepDone {
+		if err := e.cfg.Timers.Arm(ctx, out.JobID, next.At); err != nil {
+			return Scheduled{}, fmt.Errorf("schedule job %s: arm timer: %w", out.JobID, err)
+		}
+	}
+	return out, nil
+}
+
+// schedule appends a new job's first events. It returns the job's state
+// when it knows it (a job it just created), for the caller to go on from.
+func (e *Engine) schedule(ctx context.Context, data []byte, source string) (Scheduled, known, error) {
 	cmd, err := ParseCommand(data)
 	if err != nil {
-		return Scheduled{}, err
+		return Scheduled{}, known{}, err
 	}
 	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
 	var ve *aggregate.ValidationError
 	if errors.As(err, &ve) {
-		return Scheduled{}, &RejectError{Reason: ve.Reason(), Msg: ve.Error(), Fields: ve.Fields}
+		return Scheduled{}, known{}, &RejectError{Reason: ve.Reason(), Msg: ve.Error(), Fields: ve.Fields}
 	}
 	if err != nil {
-		return Scheduled{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
 	evs, err := e.decider.Decide(aggregate.State{}, sched, e.cfg.Now(), e.cfg.IDs)
 	if err != nil {
-		return Scheduled{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
+		return Scheduled{}, known{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
 	}
 	out := Scheduled{JobID: sched.JobID, Created: true, Status: aggregate.StatusScheduled, NotBefore: sched.NotBefore}
-	_, err = e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
+	ver, err := e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
 	switch {
 	case errors.Is(err, store.ErrConcurrency):
-		out.Created = false
-	case err != nil:
-		return Scheduled{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
-	}
-	if out.Created {
-		if err := e.hook(e.cfg.Hooks.AfterSchedule, sched.JobID); err != nil {
-			return Scheduled{}, err
-		}
-	}
-	at := sched.NotBefore
-	if !out.Created {
 		s, err := e.State(ctx, sched.JobID)
 		if err != nil {
-			return Scheduled{}, err
+			return Scheduled{}, known{}, err
 		}
-		out.Status, out.NotBefore = s.Status, s.NextRunAt
-		next := s.Next(e.cfg.Now())
-		if next.Step == aggregate.StepDone {
-			return out, nil
-		}
-		at = next.At
+		out.Created, out.Status, out.NotBefore = false, s.Status, s.NextRunAt
+		return out, known{}, nil
+	case err != nil:
+		return Scheduled{}, known{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
 	}
-	if err := e.cfg.Timers.Arm(ctx, sched.JobID, at); err != nil {
-		return Scheduled{}, fmt.Errorf("schedule job %s: arm timer: %w", sched.JobID, err)
+	if err := e.hook(e.cfg.Hooks.AfterSchedule, sched.JobID); err != nil {
+		return Scheduled{}, known{}, err
 	}
-	return out, nil
+	return out, after(aggregate.State{}, ver, evs), nil
 }
 
 // State loads and folds one job.

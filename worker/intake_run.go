@@ -11,6 +11,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
@@ -45,7 +46,12 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 		return
 	}
 	source := fmt.Sprintf("%s:%d", meta.Stream, meta.Sequence.Stream)
-	out, err := e.Schedule(ctx, msg.Data(), source)
+	out, k, err := e.schedule(ctx, msg.Data(), source)
+	if err == nil {
+		// Take the job as far as it goes now, holding the command: if this
+		// process dies, the command comes back and the job with it.
+		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() })
+	}
 	var rej *RejectError
 	switch {
 	case errors.Is(err, ErrCrash):
@@ -65,6 +71,20 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 		e.log.Debug("command scheduled", "seq", meta.Sequence.Stream, "job", out.JobID, "created", out.Created)
 	}
 	_ = msg.Ack()
+}
+
+// settle steps a job and arms its timer if it must wait.
+func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func()) error {
+	next, err := e.step(ctx, jobID, k, keepAlive)
+	if err != nil {
+		return err
+	}
+	if next.Step == aggregate.StepWait {
+		if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {
+			return fmt.Errorf("job %s: arm timer: %w", jobID, err)
+		}
+	}
+	return nil
 }
 
 // reject records a refused command on serp.rejected.<reason>, once per

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -29,22 +30,46 @@ var ErrNoSuchJob = errors.New("worker: no such job")
 // context ended, a hook played a crash): the caller must not acknowledge;
 // whatever was written is in the log and the next delivery resumes from it.
 func (e *Engine) Step(ctx context.Context, jobID string, keepAlive func()) (aggregate.Next, error) {
+	return e.step(ctx, jobID, known{}, keepAlive)
+}
+
+// known is a job's state and version as of the caller's last write, so the
+// next round need not load it again; ok is false when they are not known.
+type known struct {
+	s   aggregate.State
+	ver uint64
+	ok  bool
+}
+
+// after is the state once evs, just appended at version ver, are applied.
+func after(s aggregate.State, ver uint64, evs []events.Event) known {
+	for _, ev := range evs {
+		s = aggregate.Apply(s, ev)
+	}
+	return known{s: s, ver: ver, ok: true}
+}
+
+func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (aggregate.Next, error) {
 	for round := 0; round < maxRounds; round++ {
-		evs, ver, err := e.cfg.Store.Load(ctx, jobID)
-		if err != nil {
-			return aggregate.Next{}, fmt.Errorf("load job %s: %w", jobID, err)
+		if !k.ok {
+			evs, ver, err := e.cfg.Store.Load(ctx, jobID)
+			if err != nil {
+				return aggregate.Next{}, fmt.Errorf("load job %s: %w", jobID, err)
+			}
+			k = known{s: aggregate.Fold(evs), ver: ver, ok: true}
 		}
-		s := aggregate.Fold(evs)
+		s, ver := k.s, k.ver
 		if !s.Exists() {
 			return aggregate.Next{Step: aggregate.StepDone}, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
 		}
 		now := e.cfg.Now()
 		next := s.Next(now)
+		var err error
 		switch next.Step {
 		case aggregate.StepDone, aggregate.StepWait:
 			return next, nil
 		case aggregate.StepReconcile:
-			if err := e.reconcile(ctx, s, ver); err != nil {
+			if k, err = e.reconcile(ctx, s, ver); err != nil {
 				if ctx.Err() != nil || errors.Is(err, ErrCrash) {
 					return aggregate.Next{}, err
 				}
@@ -57,7 +82,7 @@ func (e *Engine) Step(ctx context.Context, jobID string, keepAlive func()) (aggr
 				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, nil
 			}
 		case aggregate.StepSend:
-			if err := e.send(ctx, s, ver, keepAlive); err != nil {
+			if k, err = e.send(ctx, s, ver, keepAlive); err != nil {
 				return aggregate.Next{}, err
 			}
 		}
@@ -67,46 +92,49 @@ func (e *Engine) Step(ctx context.Context, jobID string, keepAlive func()) (aggr
 
 // send claims the job, sends its key and records the outcome. A lost race
 // for the claim is not an error: the next round reloads.
-func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, keepAlive func()) error {
+func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, keepAlive func()) (known, error) {
 	jobID := s.JobID
 	evs, err := e.decider.Decide(s, aggregate.Due{Worker: e.cfg.Name}, e.cfg.Now(), e.cfg.IDs)
 	switch {
 	case errors.Is(err, aggregate.ErrNotDue), errors.Is(err, aggregate.ErrLeased), errors.Is(err, aggregate.ErrMustReconcile):
-		return nil // the clock moved between Next and Decide; reload
+		return known{}, nil // the clock moved between Next and Decide; reload
 	case err != nil:
-		return fmt.Errorf("job %s: decide claim: %w", jobID, err)
+		return known{}, fmt.Errorf("job %s: decide claim: %w", jobID, err)
 	}
 	ver, err = e.cfg.Store.Append(ctx, jobID, ver, evs...)
 	if errors.Is(err, store.ErrConcurrency) {
-		return nil // another worker got there first
+		return known{}, nil // another worker got there first
 	}
 	if err != nil {
-		return fmt.Errorf("job %s: append claim: %w", jobID, err)
+		return known{}, fmt.Errorf("job %s: append claim: %w", jobID, err)
 	}
-	for _, ev := range evs {
-		s = aggregate.Apply(s, ev)
-	}
+	k := after(s, ver, evs)
+	s = k.s
 	sent, ok := evs[0].Data.(events.Sent)
 	if !ok {
-		return nil // the key's deadline passed: reconciliation, or the job failed its budget
+		return k, nil // the key's deadline passed: reconciliation, or the job failed its budget
 	}
 	log := e.jobLog(jobID, s)
 	if err := e.hook(e.cfg.Hooks.AfterClaim, jobID); err != nil {
-		return err
+		return known{}, err
 	}
 	// Last check before the request leaves: a pause since the claim must
 	// not let a key out past its deadline or after the lease ran out.
 	if now := e.cfg.Now(); !now.Before(sent.LeaseUntil) || !now.Before(sent.Deadline) {
 		log.Warn("claim expired before the request left; not sending", "lease_until", sent.LeaseUntil, "deadline", sent.Deadline)
-		return nil
+		return known{}, nil
 	}
 	if aggregate.BodyHash(s.Body) != s.BodySHA256 {
-		return fmt.Errorf("job %s: stored body does not match its hash; refusing to send", jobID)
+		return known{}, fmt.Errorf("job %s: stored body does not match its hash; refusing to send", jobID)
 	}
 	res := e.search(ctx, sent, s.Body, keepAlive)
-	log.Info("sent", "try", sent.Try, "attempt", sent.Attempt, "result", res)
+	level := slog.LevelInfo
+	if res.OK() && !res.Replayed {
+		level = slog.LevelDebug // the common case; everything else is worth a line
+	}
+	log.Log(ctx, level, "sent", "try", sent.Try, "attempt", sent.Attempt, "result", res)
 	if err := e.hook(e.cfg.Hooks.AfterSearch, jobID); err != nil {
-		return err
+		return known{}, err
 	}
 	return e.record(ctx, s, ver, outcomeOf(sent.Key, sent.Try, res))
 }
@@ -140,36 +168,36 @@ var keepAliveEvery = 5 * time.Second
 // moved on meanwhile, it is decided again on the new state; if the store is
 // unreachable, it is retried until the context ends (then the key is
 // resent by the next worker and the API replays the same outcome).
-func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out aggregate.Outcome) error {
+func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out aggregate.Outcome) (known, error) {
 	jobID := s.JobID
 	for {
 		evs, err := e.decider.Decide(s, out, e.cfg.Now(), e.cfg.IDs)
 		if errors.Is(err, aggregate.ErrStaleOutcome) || errors.Is(err, aggregate.ErrTerminal) {
 			e.jobLog(jobID, s).Info("outcome no longer decides anything", "reason", err)
-			return nil
+			return known{}, nil
 		}
 		if err != nil {
-			return fmt.Errorf("job %s: decide outcome: %w", jobID, err)
+			return known{}, fmt.Errorf("job %s: decide outcome: %w", jobID, err)
 		}
-		_, err = e.cfg.Store.Append(ctx, jobID, ver, evs...)
+		newVer, err := e.cfg.Store.Append(ctx, jobID, ver, evs...)
 		if err == nil {
-			return e.hook(e.cfg.Hooks.AfterRecord, jobID)
+			return after(s, newVer, evs), e.hook(e.cfg.Hooks.AfterRecord, jobID)
 		}
 		if !errors.Is(err, store.ErrConcurrency) {
 			if ctx.Err() != nil {
-				return fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
 			}
 			e.jobLog(jobID, s).Warn("recording the outcome failed; retrying", "err", err)
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("job %s: outcome not recorded: %w", jobID, ctx.Err())
+				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, ctx.Err())
 			case <-time.After(e.cfg.StoreRetry):
 			}
 		}
 		var loaded []events.Event
 		if loaded, ver, err = e.cfg.Store.Load(ctx, jobID); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
 			}
 			continue
 		}
@@ -179,28 +207,28 @@ func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out 
 
 // reconcile asks the billing ledger about every key the job sent and
 // records the verdict.
-func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) error {
+func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (known, error) {
 	q := s.ReconcileQuery()
 	var entries []serper.LedgerEntry
 	if len(q.Keys)+len(q.RequestIDs) > 0 {
 		var err error
 		entries, err = e.cfg.API.Ledger(ctx, serper.LedgerQuery{Keys: q.Keys, RequestIDs: q.RequestIDs})
 		if err != nil {
-			return err
+			return known{}, err
 		}
 	}
 	evs, err := e.decider.Decide(s, answerOf(q, entries), e.cfg.Now(), e.cfg.IDs)
 	if err != nil {
-		return fmt.Errorf("job %s: decide reconciliation: %w", s.JobID, err)
+		return known{}, fmt.Errorf("job %s: decide reconciliation: %w", s.JobID, err)
 	}
-	_, err = e.cfg.Store.Append(ctx, s.JobID, ver, evs...)
+	ver, err = e.cfg.Store.Append(ctx, s.JobID, ver, evs...)
 	if errors.Is(err, store.ErrConcurrency) {
-		return nil
+		return known{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("job %s: append reconciliation: %w", s.JobID, err)
+		return known{}, fmt.Errorf("job %s: append reconciliation: %w", s.JobID, err)
 	}
 	rec := evs[0].Data.(events.Reconciled)
 	e.jobLog(s.JobID, s).Info("reconciled", "verdict", rec.Verdict, "charges", rec.Charges, "keys", len(q.Keys))
-	return e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
+	return after(s, ver, evs), e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
 }

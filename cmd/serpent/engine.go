@@ -20,6 +20,7 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/store/group"
 	"github.com/serpent-engine/serpent/worker"
 )
 
@@ -79,7 +80,13 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	eng, err := worker.New(worker.Config{Name: f.name, Store: st, API: api, Timers: snats.NewTimers(js, nil),
+	var events worker.Store = st
+	if f.groupCommit {
+		c := group.New(st, group.Options{})
+		cleanup = append(cleanup, c.Close)
+		events = c
+	}
+	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: snats.NewTimers(js, nil),
 		Policy: f.policy, Table: table, Logger: log})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

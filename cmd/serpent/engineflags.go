@@ -26,16 +26,17 @@ type engineFlags struct {
 	sandboxConfig string
 	sandboxURL    string
 
-	workers    int
-	intakeConc int
-	httpAddr   string
-	grace      time.Duration
-	ackWait    time.Duration
-	sweepEvery time.Duration
-	rulesFile  string
-	policy     events.RetryPolicy
-	log        logFlags
-	name       string
+	workers     int
+	groupCommit bool
+	intakeConc  int
+	httpAddr    string
+	grace       time.Duration
+	ackWait     time.Duration
+	sweepEvery  time.Duration
+	rulesFile   string
+	policy      events.RetryPolicy
+	log         logFlags
+	name        string
 }
 
 // DefaultAPIURL is the real Serper.live API.
@@ -55,8 +56,9 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.DurationVar(&f.clientTimeout, "client-timeout", serper.DefaultTimeout, "how long to wait for a search (the API may run one for 90 s)")
 	fs.StringVar(&f.sandboxURL, "sandbox-url", "", "use a sandbox running elsewhere (serpent sandbox) instead of the built-in one; short client timeouts and leases are allowed")
 	fs.StringVar(&f.sandboxConfig, "sandbox-config", "", "JSON config of the built-in sandbox (seed, faults, durations), as for serpent sandbox --config")
-	fs.IntVar(&f.workers, "workers", 16, "jobs this process works on at once")
-	fs.IntVar(&f.intakeConc, "intake-concurrency", 16, "schedule commands handled at once")
+	fs.IntVar(&f.workers, "workers", 64, "due jobs this process works on at once")
+	fs.IntVar(&f.intakeConc, "intake-concurrency", 64, "schedule commands handled at once (a new job due now is run by intake itself)")
+	fs.BoolVar(&f.groupCommit, "group-commit", true, "write appends of concurrent jobs together in atomic batches (one disk flush for many)")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of the health endpoint (empty: none)")
 	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
 	fs.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "how long a due job may go without a sign of life from its worker before another worker takes it")

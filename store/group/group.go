@@ -1,0 +1,229 @@
+// Package group commits many concurrent appends together. Under JetStream
+// with fsync on every write, one append costs a disk flush; an atomic batch
+// of hundreds of messages costs about the same as a few. A Committer sits
+// in front of a store: each Append waits in a queue, and one goroutine
+// writes whatever has gathered as one group commit (AppendMany) while the
+// next group gathers behind it. A lone append is written at once, so light
+// load keeps single-append latency; heavy load gets big batches without any
+// added wait.
+//
+// Every Append keeps its own optimistic concurrency check: a job whose
+// version moved gets store.ErrConcurrency, the others in its group are not
+// affected.
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// Store is the store a Committer writes to.
+type Store interface {
+	Load(ctx context.Context, jobID string) ([]events.Event, uint64, error)
+	AppendMany(ctx context.Context, appends []store.Append) []store.Result
+}
+
+// Options tune a Committer.
+type Options struct {
+	// MaxMessages bounds the events of one group commit; default 1000.
+	MaxMessages int
+	// Linger is how long a commit waits for more appends after the first;
+	// default 0: take what has gathered while the last commit ran.
+	Linger time.Duration
+	// Timeout bounds one group commit; default 30 s. An append whose
+	// commit times out gets store.ErrUnknownOutcome.
+	Timeout time.Duration
+	// OnCommit, if set, is told the size and duration of every commit.
+	OnCommit func(appends, events int, took time.Duration)
+}
+
+// Committer is a store whose appends are group-committed. Loads go
+// straight through. It is safe for concurrent use; Close stops it.
+type Committer struct {
+	inner Store
+	opts  Options
+	queue chan *request
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+type request struct {
+	append store.Append
+	result chan store.Result
+}
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("group: committer is closed")
+
+// New starts a committer in front of inner.
+func New(inner Store, opts Options) *Committer {
+	if opts.MaxMessages <= 0 {
+		opts.MaxMessages = 1000
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	c := &Committer{inner: inner, opts: opts, queue: make(chan *request, 4*opts.MaxMessages),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// Load reads a job from the inner store.
+func (c *Committer) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
+	return c.inner.Load(ctx, jobID)
+}
+
+// Append queues one append and waits for its group to be committed. If ctx
+// ends while the append is queued or being written, the append may still
+// land: the error then wraps store.ErrUnknownOutcome, and repeating the
+// same append settles it.
+func (c *Committer) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
+	r, err := c.enqueue(ctx, store.Append{JobID: jobID, Expected: expected, Events: evs})
+	if err != nil {
+		return 0, err
+	}
+	res := c.wait(ctx, r)
+	return res.Version, res.Err
+}
+
+// AppendMany queues the appends in order (so a job's second append is
+// checked after its first) and waits for all of them.
+func (c *Committer) AppendMany(ctx context.Context, appends []store.Append) []store.Result {
+	out := make([]store.Result, len(appends))
+	reqs := make([]*request, len(appends))
+	for i, a := range appends {
+		r, err := c.enqueue(ctx, a)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		reqs[i] = r
+	}
+	for i, r := range reqs {
+		if r != nil {
+			out[i] = c.wait(ctx, r)
+		}
+	}
+	return out
+}
+
+func (c *Committer) enqueue(ctx context.Context, a store.Append) (*request, error) {
+	r := &request{append: a, result: make(chan store.Result, 1)}
+	select {
+	case c.queue <- r:
+		return r, nil
+	case <-c.stop:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err() // not queued: nothing was written
+	}
+}
+
+func (c *Committer) wait(ctx context.Context, r *request) store.Result {
+	select {
+	case res := <-r.result:
+		return res
+	case <-ctx.Done():
+		return store.Result{Err: fmt.Errorf("%w: %w", store.ErrUnknownOutcome, ctx.Err())}
+	}
+}
+
+// Queued is the number of appends waiting for the next commit.
+func (c *Committer) Queued() int { return len(c.queue) }
+
+// Close stops taking appends, commits what is queued and returns once the
+// last commit is done.
+func (c *Committer) Close() {
+	c.once.Do(func() { close(c.stop) })
+	<-c.done
+}
+
+func (c *Committer) run() {
+	defer close(c.done)
+	for {
+		var first *request
+		select {
+		case first = <-c.queue:
+		case <-c.stop:
+			c.drain()
+			return
+		}
+		c.commit(c.gather(first))
+	}
+}
+
+// gather takes the first request and whatever else waits, up to the
+// message bound, lingering if asked to.
+func (c *Committer) gather(first *request) []*request {
+	batch := []*request{first}
+	msgs := len(first.append.Events)
+	var linger <-chan time.Time
+	if c.opts.Linger > 0 {
+		t := time.NewTimer(c.opts.Linger)
+		defer t.Stop()
+		linger = t.C
+	}
+	for msgs < c.opts.MaxMessages {
+		select {
+		case r := <-c.queue:
+			batch = append(batch, r)
+			msgs += len(r.append.Events)
+			continue
+		default:
+		}
+		if linger == nil {
+			break
+		}
+		select {
+		case r := <-c.queue:
+			batch = append(batch, r)
+			msgs += len(r.append.Events)
+		case <-linger:
+			linger = nil
+		}
+	}
+	return batch
+}
+
+func (c *Committer) commit(batch []*request) {
+	appends := make([]store.Append, len(batch))
+	msgs := 0
+	for i, r := range batch {
+		appends[i] = r.append
+		msgs += len(r.append.Events)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	start := time.Now()
+	res := c.inner.AppendMany(ctx, appends)
+	took := time.Since(start)
+	cancel()
+	for i, r := range batch {
+		if ctx.Err() != nil && res[i].Err != nil && !errors.Is(res[i].Err, store.ErrUnknownOutcome) {
+			res[i].Err = fmt.Errorf("%w: %w", store.ErrUnknownOutcome, res[i].Err)
+		}
+		r.result <- res[i]
+	}
+	if c.opts.OnCommit != nil {
+		c.opts.OnCommit(len(batch), msgs, took)
+	}
+}
+
+// drain commits what was queued before Close.
+func (c *Committer) drain() {
+	for {
+		select {
+		case r := <-c.queue:
+			c.commit(c.gather(r))
+		default:
+			return
+		}
+	}
+}
