@@ -105,3 +105,29 @@ func ViewOf(s aggregate.State) JobView {
 	}
 	return v
 }
+
+// StatusValue is what serp_status holds under a job id: the job's view,
+// the stream sequence of the last event applied (seq), and the folded
+// state the next event is applied to (fold). Readers use the view's
+// fields; fold is the runner's working state, in aggregate.State's Go
+// field names, without the request body and the result (those are in the
+// log and in serp_observations).
+type StatusValue struct {
+	JobView
+	Seq  uint64          `json:"seq"`
+	Fold aggregate.State `json:"fold"`
+}
+
+func (v *StatusValue) lastSeq() uint64 { return v.Seq }
+
+func (v *StatusValue) apply(r Record) {
+	s := aggregate.Apply(v.Fold, r.Event)
+	s.Body = ""
+	if s.Result != nil && s.Result.Result != nil {
+		res := *s.Result
+		res.Result = nil
+		s.Result = &res
+	}
+	v.Fold, v.Seq = s, r.Seq
+	v.JobView = ViewOf(s)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/store/group"
@@ -31,6 +32,7 @@ func init() {
 // runEngine is "serpent run".
 func runEngine(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	fs, f := newEngineFlags(stderr)
+	withProjections := fs.Bool("projections", true, "keep the serp_status, serp_ledger and serp_observations buckets up to date (one process applies at a time)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -112,6 +114,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
+	var proj *projector.Runner
+	if *withProjections {
+		if proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: eng.Name(), Logger: log}); err != nil {
+			return err
+		}
+	}
 	say("worker %s ready with %d slots; publish schedule commands on %s", eng.Name(), f.workers, snats.ScheduleSubject)
 
 	var wg sync.WaitGroup
@@ -128,6 +136,10 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		defer wg.Done()
 		f.sweep(ctx, eng, js, log)
 	}()
+	if proj != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = proj.Run(ctx) }()
+	}
 	wg.Wait()
 	say("stopped")
 	return nil

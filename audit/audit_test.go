@@ -1,0 +1,279 @@
+package audit_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = projectionstest.T0
+
+type auditSetup struct {
+	t    *testing.T
+	jobs [][]events.Event
+	now  time.Time
+}
+
+func setup(t *testing.T) *auditSetup {
+	t.Helper()
+	return &auditSetup{t: t, jobs: projectionstest.SampleLog(t), now: t0.Add(26 * time.Hour)}
+}
+
+// run audits the given histories (the sample log by default) at s.now.
+func (s *auditSetup) run(histories ...[]events.Event) *audit.Auditor {
+	if histories == nil {
+		histories = s.jobs
+	}
+	a := audit.New(audit.Options{Now: s.now})
+	for _, h := range histories {
+		a.Add(audit.CheckJob(h, audit.Options{Now: s.now}), len(h))
+	}
+	return a
+}
+
+// ledger is what the provider charged for the sample log.
+func (s *auditSetup) ledger() []events.LedgerEntry { return projectionstest.SampleLedger(s.jobs) }
+
+func rules(r audit.Report) []string {
+	var out []string
+	for _, f := range r.Violations {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+func TestCleanLogKeepsEveryPromise(t *testing.T) {
+	s := setup(t)
+	a := s.run()
+	a.Ledger(s.ledger())
+	r := a.Report()
+	require.True(t, r.OK(), "%v", r.Violations)
+	require.Equal(t, 6, r.Jobs)
+	require.Equal(t, 1, r.Pending, "the job scheduled for the day after tomorrow waits")
+	require.Equal(t, 5, r.Purchases)
+	require.Equal(t, 1, r.RepurchasesAuthorized)
+	require.Equal(t, map[aggregate.Status]int{aggregate.StatusSucceeded: 4, aggregate.StatusFailed: 1,
+		aggregate.StatusScheduled: 1}, r.Statuses)
+	require.Equal(t, &audit.LedgerSummary{Charges: 4, Observations: 3, Reconciled: 1, BilledPages: 5, AmountMicros: 5000}, r.Ledger)
+	require.Contains(t, r.Summary(), "every promise kept")
+}
+
+// TestDoctoredHistories: each broken promise is reported with the job and
+// the rule.
+func TestDoctoredHistories(t *testing.T) {
+	find := func(h []events.Event, typ string, nth int) int {
+		for i, e := range h {
+			if e.Type() == typ {
+				if nth == 0 {
+					return i
+				}
+				nth--
+			}
+		}
+		t.Fatalf("no %s", typ)
+		return -1
+	}
+	tests := []struct {
+		name   string
+		job    int
+		doctor func(h []events.Event) []events.Event
+		rules  []string
+	}{
+		{"a gap in the versions", 1, func(h []events.Event) []events.Event {
+			return slices.Delete(h, 3, 4)
+		}, []string{aggregate.RuleGapless}},
+		{"a key resent past its deadline", 1, func(h []events.Event) []events.Event {
+			i := find(h, events.TypeSent, 1)
+			h[i].Time = h[find(h, events.TypeSent, 0)].Time.Add(14 * time.Minute)
+			return h
+		}, []string{aggregate.RuleDeadline}},
+		{"a second charge", 0, func(h []events.Event) []events.Event {
+			extra := h[len(h)-1]
+			extra.Version++
+			return append(h, extra)
+		}, []string{aggregate.RuleOnePurchase, aggregate.RuleAfterTerminal}},
+		{"a body change", 2, func(h []events.Event) []events.Event {
+			i := find(h, events.TypeKeyRotated, 0)
+			r := h[i].Data.(events.KeyRotated)
+			r.BodySHA256 = aggregate.BodyHash(`{"query":"other"}`)
+			h[i].Data = r
+			return h
+		}, []string{aggregate.RuleOneBody}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t)
+			id := s.jobs[tt.job][0].JobID
+			s.jobs[tt.job] = tt.doctor(slices.Clone(s.jobs[tt.job]))
+			r := s.run().Report()
+			got := rules(r)
+			if tt.rules[0] == aggregate.RuleGapless {
+				got = slices.Compact(got) // every later version is out of place too
+			}
+			require.Equal(t, tt.rules, got)
+			for _, f := range r.Violations {
+				require.Equal(t, id, f.JobID)
+			}
+		})
+	}
+}
+
+// TestPending: what an unfinished job may be doing at the audit's time.
+func TestPending(t *testing.T) {
+	ids := &projectionstest.IDs{}
+	scheduled := projectionstest.NewJob(t, ids, "scheduled", t0)
+	sending := projectionstest.NewJob(t, ids, "sending", t0)
+	sending.Send()
+	retrying := projectionstest.NewJob(t, ids, "retrying", t0)
+	retrying.Send()
+	retrying.Reply(aggregate.Outcome{Unknown: "connection_reset"})
+	reconciling := projectionstest.NewJob(t, ids, "reconciling", t0)
+	reconciling.Send()
+	reconciling.Reply(aggregate.Outcome{Status: 409, Code: "idempotency_replay_unavailable", RequestID: "r"})
+	lease := aggregate.DefaultPolicy().Lease.D()
+
+	tests := []struct {
+		name    string
+		job     *projectionstest.Job
+		at      time.Time
+		pending string
+		stuck   string
+	}{
+		{"waits for its slot", scheduled, t0.Add(-time.Hour), "scheduled, waiting until 2026-12-02T14:00:00Z", ""},
+		{"due a moment ago", scheduled, t0.Add(time.Minute), "scheduled, due at 2026-12-02T14:00:00Z", ""},
+		{"due long ago and never taken", scheduled, t0.Add(time.Hour), "",
+			"scheduled, due at 2026-12-02T14:00:00Z, over 15m0s ago, and no worker took it"},
+		{"sending within its lease", sending, t0.Add(time.Minute), "sending, waiting until 2026-12-02T14:02:00Z", ""},
+		{"lease just ended", sending, t0.Add(lease + time.Minute), "sending, lease of w1 ended at 2026-12-02T14:02:00Z", ""},
+		{"lease ended long ago", sending, t0.Add(lease + time.Hour), "",
+			"sending, lease of w1 ended at 2026-12-02T14:02:00Z, over 15m0s ago, and no worker took it"},
+		{"backing off", retrying, retrying.Now, "retrying, waiting until " + retrying.S.NextRunAt.Format(time.RFC3339), ""},
+		{"reconciling", reconciling, reconciling.Now.Add(time.Minute), "reconciling since 2026-12-02T14:00:01Z", ""},
+		{"reconciling for an hour", reconciling, reconciling.Now.Add(time.Hour), "",
+			"reconciling since 2026-12-02T14:00:01Z, over 15m0s ago"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pending, stuck := audit.Pending(tt.job.S, tt.at, audit.DefaultStuckAfter)
+			require.Equal(t, tt.pending, pending)
+			require.Equal(t, tt.stuck, stuck)
+			j := audit.CheckJob(tt.job.Log, audit.Options{Now: tt.at})
+			require.Equal(t, tt.pending, j.Pending)
+			if tt.stuck != "" {
+				require.Equal(t, []audit.Finding{{Rule: audit.RuleSettled, JobID: j.ID, Detail: tt.stuck}}, j.Findings)
+			}
+		})
+	}
+}
+
+func TestLedgerJoin(t *testing.T) {
+	s := setup(t)
+	key := func(job, n int) string { return aggregate.Fold(s.jobs[job]).Attempts[n].Key }
+	job := func(n int) string { return s.jobs[n][0].JobID }
+	tests := []struct {
+		name  string
+		edit  func([]events.LedgerEntry) []events.LedgerEntry
+		rules []string
+		jobs  []string
+	}{
+		{"the same charge found twice counts once", func(l []events.LedgerEntry) []events.LedgerEntry {
+			return append(l, l[0])
+		}, nil, nil},
+		{"a charge missing", func(l []events.LedgerEntry) []events.LedgerEntry {
+			return l[1:]
+		}, []string{audit.RuleOneCharge}, []string{job(0)}},
+		{"a second charge on an accepted key", func(l []events.LedgerEntry) []events.LedgerEntry {
+			return append(l, events.LedgerEntry{RequestID: "req_a2", Key: key(0, 0), Pages: 1, BilledPages: 1})
+		}, []string{audit.RuleLedgerPurchases, audit.RuleOneCharge}, []string{job(0), job(0)}},
+		{"a charge on a key whose 408 said nothing was billed", func(l []events.LedgerEntry) []events.LedgerEntry {
+			return append(l, events.LedgerEntry{RequestID: "req_c1", Key: key(2, 0), Pages: 1, BilledPages: 1})
+		}, []string{audit.RuleExplained}, []string{job(2)}},
+		{"a charge of nobody's", func(l []events.LedgerEntry) []events.LedgerEntry {
+			return append(l, events.LedgerEntry{RequestID: "req_x", Key: "00000000-0000-4000-8000-999999999999", Pages: 1})
+		}, []string{audit.RuleExplained}, []string{""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := s.run()
+			a.Ledger(tt.edit(s.ledger()))
+			r := a.Report()
+			require.Equal(t, tt.rules, rules(r), "%v", r.Violations)
+			for i, f := range r.Violations {
+				require.Equal(t, tt.jobs[i], f.JobID)
+			}
+		})
+	}
+}
+
+// TestLedgerExplainsPendingAndCancelledJobs: a charge of a job still in
+// flight, or on the key a cancelled job left unresolved, is accounted for.
+func TestLedgerExplainsPendingAndCancelledJobs(t *testing.T) {
+	ids := &projectionstest.IDs{}
+	inflight := projectionstest.NewJob(t, ids, "in flight", t0)
+	inflight.Send()
+	cancelled := projectionstest.NewJob(t, ids, "cancelled", t0)
+	cancelled.Send()
+	cancelled.Reply(aggregate.Outcome{Unknown: "timeout"})
+	cancelled.Do(aggregate.Cancel{By: "ops", Reason: "not needed"})
+	k1, _ := inflight.Key()
+	k2, _ := cancelled.Key()
+
+	a := audit.New(audit.Options{Now: t0.Add(time.Minute)})
+	for _, j := range []*projectionstest.Job{inflight, cancelled} {
+		a.Add(audit.CheckJob(j.Log, audit.Options{Now: t0.Add(time.Minute)}), len(j.Log))
+	}
+	a.Ledger([]events.LedgerEntry{{RequestID: "r1", Key: k1, Pages: 1}, {RequestID: "r2", Key: k2, Pages: 1}})
+	r := a.Report()
+	require.True(t, r.OK(), "%v", r.Violations)
+	require.Equal(t, 1, r.Ledger.InFlight)
+	require.Equal(t, 1, r.Ledger.Cancelled)
+}
+
+func TestCommands(t *testing.T) {
+	s := setup(t)
+	known := s.jobs[0][0].JobID
+	tests := []struct {
+		name     string
+		cmds     []audit.Command
+		rejected map[uint64]bool
+		settled  uint64
+		want     audit.CommandSummary
+		rules    []string
+	}{
+		{"a job, the same job again and a rejection", []audit.Command{{Seq: 1, JobID: known}, {Seq: 2, JobID: known},
+			{Seq: 3, Invalid: "bad slot"}}, map[uint64]bool{3: true}, 3,
+			audit.CommandSummary{Commands: 3, Jobs: 2, Rejected: 1}, nil},
+		{"a valid command without its job", []audit.Command{{Seq: 1, JobID: "0123"}}, nil, 1,
+			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
+		{"an invalid command without a rejection", []audit.Command{{Seq: 1, Invalid: "bad slot"}}, nil, 1,
+			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
+		{"commands the intake has not settled", []audit.Command{{Seq: 1, JobID: "0123"}, {Seq: 2, Invalid: "x"}}, nil, 0,
+			audit.CommandSummary{Commands: 2, Pending: 2}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := s.run()
+			a.Commands(tt.cmds, tt.rejected, tt.settled)
+			r := a.Report()
+			require.Equal(t, &tt.want, r.Commands)
+			require.Equal(t, tt.rules, rules(r))
+		})
+	}
+}
+
+func TestUnreadableEventsAreFindings(t *testing.T) {
+	s := setup(t)
+	a := s.run()
+	a.Unreadable(7, "abc", errors.New("events: cannot decode Sent (schema 9) of job abc: schema is newer than this code knows"))
+	r := a.Report()
+	require.Equal(t, []string{audit.RuleReadable}, rules(r))
+	require.Equal(t, uint64(7), r.Violations[0].Seq)
+	require.Contains(t, r.Violations[0].String(), "job abc: readable_event")
+}

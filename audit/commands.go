@@ -1,0 +1,55 @@
+package audit
+
+import "fmt"
+
+// Command is one message of SERP_COMMANDS, as the caller parsed it with the
+// engine's own rules (worker.ParseCommand and aggregate.NewSchedule).
+type Command struct {
+	Seq uint64
+	// JobID is the job the command maps to; empty when it is invalid.
+	JobID string
+	// Invalid says why the command cannot become a job.
+	Invalid string
+}
+
+// CommandSummary accounts for the commands.
+type CommandSummary struct {
+	Commands int `json:"commands"`
+	// Jobs counts commands whose job is in the log (several commands may
+	// be one job); Rejected those with a rejection record.
+	Jobs     int `json:"jobs"`
+	Rejected int `json:"rejected"`
+	// Pending counts commands the intake has not settled yet (after its
+	// acknowledgement floor) and that have neither a job nor a rejection.
+	Pending int `json:"pending"`
+	Lost    int `json:"lost"`
+}
+
+// Commands checks that every command became a job or a rejection. rejected
+// holds the command sequences of the rejection records
+// (Serpent-Command-Seq); commands after settledUpTo may still be in the
+// intake's hands. Call it after every job was added.
+func (a *Auditor) Commands(cmds []Command, rejected map[uint64]bool, settledUpTo uint64) {
+	sum := &CommandSummary{}
+	a.commands = sum
+	for _, c := range cmds {
+		sum.Commands++
+		_, hasJob := a.jobs[c.JobID]
+		switch {
+		case rejected[c.Seq]:
+			sum.Rejected++
+		case c.JobID != "" && hasJob:
+			sum.Jobs++
+		case c.Seq > settledUpTo:
+			sum.Pending++
+		case c.JobID != "":
+			sum.Lost++
+			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq, JobID: c.JobID,
+				Detail: fmt.Sprintf("command #%d maps to job %s, which has no events, and was not rejected", c.Seq, c.JobID)})
+		default:
+			sum.Lost++
+			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq,
+				Detail: fmt.Sprintf("command #%d is invalid (%s) but has no rejection record", c.Seq, c.Invalid)})
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+)
+
+// LedgerSummary accounts for the provider's charges joined to the log.
+type LedgerSummary struct {
+	// Charges counts distinct charges (by request id) looked at.
+	Charges int `json:"charges"`
+	// Observations are charges of accepted first executions; Reconciled
+	// charges a reconciliation found and recorded (charged_no_result).
+	Observations int `json:"observations"`
+	Reconciled   int `json:"reconciled"`
+	// InFlight are charges of jobs still pending: their outcome is not
+	// recorded yet. Cancelled are charges on the key a cancelled job left
+	// unresolved, which its cancellation warned of.
+	InFlight    int `json:"in_flight"`
+	Cancelled   int `json:"cancelled"`
+	Unexplained int `json:"unexplained"`
+	// BilledPages and AmountMicros total the charges, exact.
+	BilledPages  int   `json:"billed_pages"`
+	AmountMicros int64 `json:"amount_micros"`
+}
+
+// Ledger joins the provider's billing ledger to the jobs added so far, by
+// attempt key and request id: each accepted first execution with pages has
+// exactly one charge, every charge is explained, and no job is charged
+// more than once plus its authorised re-purchases. Call it after every job
+// was added; entries found twice count once.
+func (a *Auditor) Ledger(entries []events.LedgerEntry) {
+	sum := &LedgerSummary{}
+	a.ledger = sum
+	byKey, byRequest := map[string]*Job{}, map[string]*Job{}
+	for _, id := range a.order {
+		j := a.jobs[id]
+		for _, k := range j.Keys {
+			byKey[k] = j
+		}
+		for _, r := range j.RequestIDs {
+			byRequest[r] = j
+		}
+	}
+	seen := map[string]bool{}
+	perJob, perAccepted := map[*Job]int{}, map[*Job]int{}
+	for _, en := range entries {
+		id := en.RequestID + "\x00" + en.Key
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		sum.Charges++
+		sum.BilledPages += en.BilledPages
+		sum.AmountMicros += en.AmountMicros
+		j := byKey[en.Key]
+		if j == nil {
+			j = byRequest[en.RequestID]
+		}
+		if j == nil {
+			sum.Unexplained++
+			a.findings = append(a.findings, Finding{Rule: RuleExplained, Key: en.Key, RequestID: en.RequestID,
+				Detail: fmt.Sprintf("charge %s on key %s belongs to no job in the log", en.RequestID, en.Key)})
+			continue
+		}
+		perJob[j]++
+		switch why := explain(j, en); why {
+		case "observation":
+			sum.Observations++
+			perAccepted[j]++
+		case "reconciled":
+			sum.Reconciled++
+		case "in_flight":
+			sum.InFlight++
+		case "cancelled":
+			sum.Cancelled++
+		default:
+			sum.Unexplained++
+			a.findings = append(a.findings, Finding{Rule: RuleExplained, JobID: j.ID, Key: en.Key, RequestID: en.RequestID,
+				Detail: fmt.Sprintf("charge %s on key %s (%d billed pages) of a %s job is neither its stored observation nor a charge a reconciliation found",
+					en.RequestID, en.Key, en.BilledPages, j.Status)})
+		}
+	}
+	for _, id := range a.order {
+		j := a.jobs[id]
+		if n, allowed := perJob[j], 1+j.Repurchases; n > allowed {
+			a.findings = append(a.findings, Finding{Rule: RuleLedgerPurchases, JobID: j.ID,
+				Detail: fmt.Sprintf("the billing ledger has %d charges for the job, %d allowed (%d re-purchases authorised)", n, allowed, j.Repurchases)})
+		}
+		if acc := j.Accepted; acc != nil && acc.Pages > 0 && perAccepted[j] != 1 {
+			a.findings = append(a.findings, Finding{Rule: RuleOneCharge, JobID: j.ID, Key: acc.Key, RequestID: acc.RequestID,
+				Detail: fmt.Sprintf("the accepted execution of key %s (request %s, %d pages) has %d charges in the billing ledger, not 1",
+					acc.Key, acc.RequestID, acc.Pages, perAccepted[j])})
+		}
+	}
+}
+
+// explain says why a charge on one of j's keys or request ids exists, or
+// "" when nothing in the log explains it.
+func explain(j *Job, en events.LedgerEntry) string {
+	if acc := j.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID == acc.RequestID) {
+		return "observation"
+	}
+	if slices.ContainsFunc(j.Reconciled, func(r events.LedgerEntry) bool { return r.RequestID == en.RequestID }) {
+		return "reconciled"
+	}
+	if !j.Status.Terminal() {
+		return "in_flight"
+	}
+	if j.Status == aggregate.StatusCancelled && j.Unresolved != "" && en.Key == j.Unresolved {
+		return "cancelled"
+	}
+	return ""
+}
+
+// Lookups lists what to look up in the billing ledger: every key and
+// request id of the jobs added so far.
+func (a *Auditor) Lookups() (keys, requestIDs []string) {
+	for _, id := range a.order {
+		j := a.jobs[id]
+		keys = append(keys, j.Keys...)
+		requestIDs = append(requestIDs, j.RequestIDs...)
+	}
+	return keys, requestIDs
+}

@@ -1,0 +1,119 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+)
+
+// Report is the outcome of an audit. Its JSON form is what serpent audit
+// -o json prints; field names are part of the format.
+type Report struct {
+	Now    time.Time `json:"now"`
+	Events int       `json:"events"`
+	Jobs   int       `json:"jobs"`
+	// Statuses counts jobs by status.
+	Statuses map[aggregate.Status]int `json:"statuses"`
+	// Pending counts unfinished jobs that are legitimately pending.
+	Pending int `json:"pending"`
+	// Purchases counts accepted executions and charges found by
+	// reconciliation; RepurchasesAuthorized the deliberate extra ones.
+	Purchases             int             `json:"purchases"`
+	RepurchasesAuthorized int             `json:"repurchases_authorized"`
+	Commands              *CommandSummary `json:"commands,omitempty"`
+	Ledger                *LedgerSummary  `json:"ledger,omitempty"`
+	// Violations lists every finding, by job, version and rule; Rules
+	// counts them by rule.
+	Violations []Finding      `json:"violations"`
+	Rules      map[string]int `json:"rules"`
+}
+
+// OK reports whether every promise held.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+// Auditor gathers audited jobs and the checks across them into a Report.
+// It is not safe for concurrent use; CheckJob is, so callers check jobs in
+// parallel and Add them one at a time.
+type Auditor struct {
+	opts     Options
+	events   int
+	jobs     map[string]*Job
+	order    []string
+	findings []Finding
+	commands *CommandSummary
+	ledger   *LedgerSummary
+}
+
+// New returns an Auditor judging at o.Now.
+func New(o Options) *Auditor {
+	return &Auditor{opts: o, jobs: map[string]*Job{}}
+}
+
+// Add records an audited job and counts its events.
+func (a *Auditor) Add(j Job, events int) {
+	a.events += events
+	if _, dup := a.jobs[j.ID]; dup {
+		a.findings = append(a.findings, Finding{Rule: aggregate.RuleOneJob, JobID: j.ID,
+			Detail: "the job was added to the audit twice"})
+		return
+	}
+	a.jobs[j.ID] = &j
+	a.order = append(a.order, j.ID)
+	a.findings = append(a.findings, j.Findings...)
+}
+
+// Unreadable records a message of the log that is not a readable event
+// of the job its subject names.
+func (a *Auditor) Unreadable(seq uint64, jobID string, err error) {
+	a.events++
+	a.findings = append(a.findings, Finding{Rule: RuleReadable, JobID: jobID, Seq: seq, Detail: err.Error()})
+}
+
+// Job returns what the audit learnt of a job.
+func (a *Auditor) Job(id string) (Job, bool) {
+	j, ok := a.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return *j, true
+}
+
+// Report sums everything up. Findings come sorted, so two audits of the
+// same data give the same report.
+func (a *Auditor) Report() Report {
+	r := Report{Now: a.opts.Now.UTC(), Events: a.events, Jobs: len(a.jobs), Statuses: map[aggregate.Status]int{},
+		Commands: a.commands, Ledger: a.ledger, Rules: map[string]int{}, Violations: slices.Clone(a.findings)}
+	for _, id := range a.order {
+		j := a.jobs[id]
+		r.Statuses[j.Status]++
+		if j.Pending != "" {
+			r.Pending++
+		}
+		r.Purchases += j.Purchases
+		r.RepurchasesAuthorized += j.Repurchases
+	}
+	if r.Violations == nil {
+		r.Violations = []Finding{}
+	}
+	slices.SortStableFunc(r.Violations, func(x, y Finding) int {
+		return cmp.Or(cmp.Compare(x.JobID, y.JobID), cmp.Compare(x.Version, y.Version), cmp.Compare(x.Seq, y.Seq),
+			cmp.Compare(x.Rule, y.Rule), cmp.Compare(x.Key, y.Key), cmp.Compare(x.Detail, y.Detail))
+	})
+	for _, f := range r.Violations {
+		r.Rules[f.Rule]++
+	}
+	return r
+}
+
+// Summary is a one-line account of a report.
+func (r Report) Summary() string {
+	verdict := "every promise kept"
+	if !r.OK() {
+		verdict = fmt.Sprintf("%d violation(s)", len(r.Violations))
+	}
+	return fmt.Sprintf("%d events, %d jobs (%d pending), %d purchases (%d re-purchases authorised): %s",
+		r.Events, r.Jobs, r.Pending, r.Purchases, r.RepurchasesAuthorized, verdict)
+}

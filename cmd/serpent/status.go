@@ -1,0 +1,209 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/projections"
+)
+
+func init() {
+	register(command{name: "status", summary: "show a job's status, or list jobs (by state), from the serp_status bucket", run: runStatus})
+}
+
+// statusOut is a job's status as serpent status -o json prints it: the
+// view and the log sequence it reflects, without the runner's fold.
+type statusOut struct {
+	projections.JobView
+	Seq uint64 `json:"seq"`
+}
+
+func runStatus(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf natsFlags
+	nf.register(fs)
+	out := outputFlag(fs)
+	state := fs.String("state", "", "list only jobs in this state ("+statusNames()+")")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: serpent status [JOB_ID] [--state S] [flags]
+
+Shows one job's status, or lists every job (only those in state S with
+--state), as the serp_status bucket holds them. Flags:
+
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: status: %v", errUsage, err)
+	}
+	if err := out.check(); err != nil {
+		return err
+	}
+	if len(pos) > 1 || len(pos) == 1 && *state != "" {
+		return fmt.Errorf("%w: status takes one job id, or --state, or nothing", errUsage)
+	}
+	if *state != "" && !slices.Contains(aggregate.Statuses(), aggregate.Status(*state)) {
+		return fmt.Errorf("%w: --state %q: use one of %s", errUsage, *state, statusNames())
+	}
+	nc, js, err := nf.connect(env, nil, "serpent status")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	lagNote(ctx, js, stderr)
+
+	if len(pos) == 1 {
+		var v projections.StatusValue
+		found, err := getValue(ctx, js, projections.StatusBucket, pos[0], &v)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return &exitError{code: 1, err: fmt.Errorf("no job %s in %s", pos[0], projections.StatusBucket)}
+		}
+		if out.json() {
+			return printJSON(stdout, statusOut{v.JobView, v.Seq})
+		}
+		return printJob(stdout, v.JobView)
+	}
+
+	var jobs []statusOut
+	err = eachValue(ctx, js, projections.StatusBucket, "", func(key string, value []byte) error {
+		var v projections.StatusValue
+		if err := json.Unmarshal(value, &v); err != nil {
+			return fmt.Errorf("%s/%s is not a value serpent wrote: %w", projections.StatusBucket, key, err)
+		}
+		if *state == "" || string(v.Status) == *state {
+			jobs = append(jobs, statusOut{v.JobView, v.Seq})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(jobs, func(a, b statusOut) int {
+		return cmp.Or(a.Updated.Compare(b.Updated), cmp.Compare(a.JobID, b.JobID))
+	})
+	if out.json() {
+		if jobs == nil {
+			jobs = []statusOut{}
+		}
+		return printJSON(stdout, jobs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tATTEMPT\tSENDS\tNEXT RUN\tUPDATED\tLAST OUTCOME")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", j.JobID, j.Status, j.Attempt, j.Sends, stampPtr(j.NextRunAt),
+			stamp(j.Updated), lastOutcome(j.JobView))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d jobs\n", len(jobs))
+	return nil
+}
+
+// printJob prints one job's view as a two-column table.
+func printJob(w io.Writer, v projections.JobView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	row("job", "%s", v.JobID)
+	row("status", "%s", v.Status)
+	row("search", "%q %s/%s %s, %d results", v.Search.Query, v.Search.Country, v.Search.Language, v.Search.Device, v.Search.Limit)
+	row("slot", "%s", stamp(v.Slot))
+	row("scheduled", "%s", stamp(v.Scheduled))
+	row("updated", "%s (version %d)", stamp(v.Updated), v.Version)
+	row("next run", "%s", stampPtr(v.NextRunAt))
+	row("attempt", "%d of key %s", v.Attempt, orDash(v.CurrentKey))
+	row("sends", "%d", v.Sends)
+	row("last outcome", "%s", lastOutcome(v))
+	row("request ids", "%s", orDash(strings.Join(v.RequestIDs, ", ")))
+	if v.Reconcile != "" {
+		row("reconciling", "%s", v.Reconcile)
+	}
+	if r := v.Result; r != nil {
+		row("result", "%d pages, request %s, key %s, replayed %t", r.Pages, r.RequestID, r.Key, r.Replayed)
+	}
+	if f := v.Failure; f != nil {
+		row("failure", "%s %d %s: %s", f.Reason, f.Status, f.Code, f.Message)
+	}
+	if c := v.Cancelled; c != nil {
+		row("cancelled", "by %s: %s", c.By, c.Reason)
+	}
+	if v.Repurchases > 0 {
+		row("re-purchases", "%d authorised", v.Repurchases)
+	}
+	for _, a := range v.Attempts {
+		row(fmt.Sprintf("key %d", a.Number), "%s (%s) tries %d, first sent %s, deadline %s, %s", a.Key, a.Reason, a.Tries,
+			stampPtr(a.FirstSend), stampPtr(a.Deadline), orDash(a.LastClass))
+	}
+	return tw.Flush()
+}
+
+// lastOutcome says in a few words how the job's last send ended.
+func lastOutcome(v projections.JobView) string {
+	switch {
+	case v.Result != nil:
+		s := fmt.Sprintf("200, stored (%d pages)", v.Result.Pages)
+		if v.Result.Replayed {
+			s += " (replayed)"
+		}
+		return s
+	case v.Failure != nil:
+		return fmt.Sprintf("failed: %s %s", v.Failure.Reason, v.Failure.Code)
+	case v.Cancelled != nil:
+		return "cancelled by " + v.Cancelled.By
+	}
+	o := v.LastOutcome
+	if o == nil {
+		return "-"
+	}
+	if o.Status == 0 {
+		return "unknown (" + o.Unknown + ") → " + o.Action
+	}
+	s := fmt.Sprintf("%d", o.Status)
+	if o.Code != "" {
+		s += " " + o.Code
+	}
+	if o.Replayed {
+		s += " (replayed)"
+	}
+	return s + " → " + o.Action
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func stampPtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(*t)
+}
+
+func statusNames() string {
+	var names []string
+	for _, s := range aggregate.Statuses() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,302 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/serpent-engine/serpent/projections"
+)
+
+// Limits of one apply.
+const (
+	// writeWindow bounds the writes in flight at once: an atomic batch
+	// holds at most 1,000 messages (the server's default), and the client
+	// stalls async publishes past 4,000.
+	writeWindow = 1000
+	// maxRounds bounds how often a batch retries values that changed under
+	// it before the batch fails.
+	maxRounds = 8
+	// readers is how many values are read at once.
+	readers = 16
+	// writeTimeout bounds the wait for one window's acknowledgements.
+	writeTimeout = 30 * time.Second
+)
+
+// applier folds records into projection buckets. Every value it writes
+// carries the stream sequence of the last event applied to it, and every
+// write is a compare-and-set on the value's KV revision: a value is read,
+// folded (records at or below its sequence are skipped) and written only
+// if nobody wrote it meanwhile, else read, folded and written again. So
+// an event applied before a crash, delivered twice, or applied by a runner
+// that lost its lease while writing, is never counted twice.
+type applier struct {
+	js    jetstream.JetStream
+	proj  projections.Projection
+	b     *buckets
+	cache *cache
+	// fresh is for a rebuild's staging buckets, which start empty and
+	// nobody else writes: a value the cache does not hold does not exist.
+	fresh bool
+
+	mu        sync.Mutex // guards cache, conflicts and writes while buckets are written at once
+	conflicts int        // compare-and-set failures retried
+	writes    int        // values written
+}
+
+// apply folds recs, in stream order, into every value they change, and
+// returns once each changed value is durably written. ok, if given, is
+// asked before each window of writes; when it says no (the runner's lease
+// is no longer trusted) apply stops with errLeaseLost.
+func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func() bool) error {
+	targets, byTarget := projections.Group(recs)
+	todo, reread := targets, map[projections.Target]bool{}
+	for round := 0; len(todo) > 0; round++ {
+		if round == maxRounds {
+			return fmt.Errorf("projector: %d values kept changing under the runner (another runner?), e.g. %s", len(todo), todo[0])
+		}
+		current, err := a.load(ctx, todo, reread)
+		if err != nil {
+			return err
+		}
+		retry, err := a.writeAll(ctx, todo, current, byTarget, ok)
+		if err != nil {
+			return err
+		}
+		a.mu.Lock()
+		for _, t := range retry {
+			a.cache.drop(t)
+			reread[t] = true
+		}
+		a.conflicts += len(retry)
+		a.mu.Unlock()
+		todo = retry
+	}
+	return nil
+}
+
+// writeAll writes the buckets at once, each in windows; it returns the
+// values whose compare-and-set failed.
+func (a *applier) writeAll(ctx context.Context, todo []projections.Target, current map[projections.Target]entry,
+	byTarget map[projections.Target][]projections.Record, ok func() bool) ([]projections.Target, error) {
+	perBucket := map[string][]projections.Target{}
+	for _, t := range todo {
+		perBucket[t.Bucket] = append(perBucket[t.Bucket], t)
+	}
+	var (
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		conflicted []projections.Target
+		errs       []error
+	)
+	for _, targets := range perBucket {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := 0; start < len(targets); start += writeWindow {
+				if ok != nil && !ok() {
+					mu.Lock()
+					errs = append(errs, errLeaseLost)
+					mu.Unlock()
+					return
+				}
+				c, err := a.write(ctx, targets[start:min(start+writeWindow, len(targets))], current, byTarget)
+				mu.Lock()
+				conflicted = append(conflicted, c...)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errLeaseLost) }) {
+		return nil, errLeaseLost
+	}
+	return conflicted, errors.Join(errs...)
+}
+
+// write folds and writes one window of values of one bucket; it returns the values whose
+// compare-and-set failed. The values of one bucket go in one atomic batch
+// (one disk sync for the lot, which is what makes a runner fast on a
+// server that syncs every write), each message with its own expected
+// revision; a batch the server refuses, for a conflict or anything else,
+// is written again value by value, which tells which values conflicted.
+func (a *applier) write(ctx context.Context, window []projections.Target, current map[projections.Target]entry,
+	byTarget map[projections.Target][]projections.Record) ([]projections.Target, error) {
+	byBucket := map[string][]pendingValue{}
+	var buckets []string
+	for _, t := range window {
+		cur := current[t]
+		next, changed, err := a.proj.Fold(t, cur.value, byTarget[t])
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			continue
+		}
+		if _, ok := byBucket[t.Bucket]; !ok {
+			buckets = append(buckets, t.Bucket)
+		}
+		byBucket[t.Bucket] = append(byBucket[t.Bucket], pendingValue{t: t, rev: cur.rev, value: next})
+	}
+	wait, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	var conflicted []projections.Target
+	var errs []error
+	for _, b := range buckets {
+		vs := byBucket[b]
+		if len(vs) > 1 && a.writeBatch(wait, vs) {
+			continue
+		}
+		c, err := a.writeEach(wait, vs)
+		conflicted = append(conflicted, c...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return conflicted, errors.Join(errs...)
+}
+
+type pendingValue struct {
+	t     projections.Target
+	rev   uint64
+	value []byte
+}
+
+func (a *applier) subject(t projections.Target) string {
+	return "$KV." + a.b.name[t.Bucket] + "." + t.Key
+}
+
+// writeBatch writes values as one atomic batch and reports whether it
+// was written.
+func (a *applier) writeBatch(ctx context.Context, vs []pendingValue) bool {
+	msgs := make([]*natsgo.Msg, len(vs))
+	for i, v := range vs {
+		m := natsgo.NewMsg(a.subject(v.t))
+		m.Data = v.value
+		m.Header.Set(natsgo.ExpectedLastSubjSeqHdr, strconv.FormatUint(v.rev, 10))
+		msgs[i] = m
+	}
+	ack, err := jetstreamext.PublishMsgBatch(ctx, a.js, msgs)
+	if err != nil || ack.BatchSize != uint64(len(vs)) {
+		return false
+	}
+	first := ack.Sequence - uint64(len(vs)) + 1 // a batch is stored at consecutive sequences
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, v := range vs {
+		a.cache.put(v.t, entry{rev: first + uint64(i), value: v.value})
+	}
+	a.writes += len(vs)
+	return true
+}
+
+// writeEach writes values one by one (pipelined) and returns those whose
+// compare-and-set failed.
+func (a *applier) writeEach(ctx context.Context, vs []pendingValue) ([]projections.Target, error) {
+	futs := make([]jetstream.PubAckFuture, len(vs))
+	for i, v := range vs {
+		fut, err := a.js.PublishMsgAsync(&natsgo.Msg{Subject: a.subject(v.t), Data: v.value},
+			jetstream.WithExpectLastSequencePerSubject(v.rev))
+		if err != nil {
+			return nil, fmt.Errorf("projector: write %s: %w", v.t, err)
+		}
+		futs[i] = fut
+	}
+	var conflicted []projections.Target
+	var errs []error
+	for i, v := range vs {
+		select {
+		case ack := <-futs[i].Ok():
+			a.mu.Lock()
+			a.cache.put(v.t, entry{rev: ack.Sequence, value: v.value})
+			a.writes++
+			a.mu.Unlock()
+		case err := <-futs[i].Err():
+			if isConflict(err) {
+				conflicted = append(conflicted, v.t)
+			} else {
+				errs = append(errs, fmt.Errorf("projector: write %s: %w", v.t, err))
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("projector: writing %d values: %w", len(vs), ctx.Err())
+		}
+	}
+	return conflicted, errors.Join(errs...)
+}
+
+// load returns the current value of each target: from the cache, or read
+// from its bucket (reread forces a read).
+func (a *applier) load(ctx context.Context, targets []projections.Target, reread map[projections.Target]bool) (map[projections.Target]entry, error) {
+	out := make(map[projections.Target]entry, len(targets))
+	var missing []projections.Target
+	for _, t := range targets {
+		if e, ok := a.cache.get(t); ok && !reread[t] {
+			out[t] = e
+			continue
+		}
+		if a.fresh && !reread[t] {
+			out[t] = entry{}
+			continue
+		}
+		missing = append(missing, t)
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+		sem  = make(chan struct{}, readers)
+	)
+	for _, t := range missing {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			e, err := readValue(ctx, a.b.stream[t.Bucket], a.b.name[t.Bucket], t.Key)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("projector: read %s: %w", t, err))
+				return
+			}
+			out[t] = e
+			a.mu.Lock()
+			a.cache.put(t, e)
+			a.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// readValue reads a key's latest value and revision from the bucket's
+// stream (a KV Get hides a delete marker's revision, which the next
+// compare-and-set needs). A missing key is the zero entry; a deleted one
+// has its marker's revision and no value.
+func readValue(ctx context.Context, stream jetstream.Stream, bucket, key string) (entry, error) {
+	m, err := stream.GetLastMsgForSubject(ctx, "$KV."+bucket+"."+key)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return entry{}, nil
+	case err != nil:
+		return entry{}, err
+	}
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		return entry{rev: m.Sequence}, nil
+	}
+	return entry{rev: m.Sequence, value: m.Data}, nil
+}

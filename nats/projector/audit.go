@@ -1,0 +1,273 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// AuditOptions configure AuditLog.
+type AuditOptions struct {
+	Stream string
+	Filter string
+	Audit  audit.Options
+	// Workers decode and check in parallel; default GOMAXPROCS.
+	Workers int
+	// Progress, if set, is told how far the audit is: "events" while the
+	// log is read.
+	Progress func(phase string, done, total uint64)
+}
+
+func (o AuditOptions) withDefaults() AuditOptions {
+	if o.Stream == "" {
+		o.Stream = snats.EventStream
+	}
+	if o.Filter == "" {
+		o.Filter = snats.EventSubjectPrefix + ">"
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Progress == nil {
+		o.Progress = func(string, uint64, uint64) {}
+	}
+	return o
+}
+
+// AuditLog reads every event of SERP_EVENTS up to its last sequence when
+// called, folds every job and checks it (audit.CheckJob). It returns the
+// Auditor, to which the caller adds the command and ledger checks.
+//
+// It is built to replay millions of events quickly in little memory:
+// one goroutine takes messages off an ordered consumer while the others
+// decode chunks of them (projections.DecodeLight), and a job is checked,
+// and its history let go, as soon as an event finishes it. The rare job
+// that has events after that (an authorised re-purchase, or a broken
+// log) is read again by its subject and checked whole at the end.
+func AuditLog(ctx context.Context, js jetstream.JetStream, o AuditOptions) (*audit.Auditor, error) {
+	o = o.withDefaults()
+	last, err := lastSeq(ctx, js, o.Stream)
+	if err != nil {
+		return nil, err
+	}
+	o.Progress("events", 0, last)
+	source := func(emit func([]Message) error) error {
+		_, err := ReadStream(ctx, js, o.Stream, o.Filter, 1, last, 1024, func(msgs []Message) error {
+			if err := emit(msgs); err != nil {
+				return err
+			}
+			o.Progress("events", msgs[len(msgs)-1].Seq, last)
+			return nil
+		})
+		return err
+	}
+	reload := func(jobID string) ([]events.Event, error) {
+		return loadJob(ctx, js, o.Stream, snats.EventSubjectPrefix+jobID, last)
+	}
+	return auditMessages(ctx, source, reload, o)
+}
+
+// AuditEvents audits a recorded log: encoded events, one per message, in
+// log order (Subject may be empty; Seq numbers them).
+func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Auditor, error) {
+	o = o.withDefaults()
+	source := func(emit func([]Message) error) error {
+		for start := 0; start < len(msgs); start += 1024 {
+			if err := emit(msgs[start:min(start+1024, len(msgs))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	reload := func(jobID string) ([]events.Event, error) {
+		var h []events.Event
+		for _, m := range msgs {
+			if rec, err := decodeEvent(snats.EventSubjectPrefix, m, true); err == nil && rec.Event.JobID == jobID {
+				h = append(h, rec.Event)
+			}
+		}
+		return h, nil
+	}
+	return auditMessages(ctx, source, reload, o)
+}
+
+// loadJob reads one job's events up to sequence last, skipping unreadable
+// ones (the first read reported them).
+func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string, last uint64) ([]events.Event, error) {
+	var out []events.Event
+	for seq := uint64(1); seq <= last; {
+		msgs, err := jetstreamext.GetBatch(ctx, js, stream, 256, jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchSubject(subject))
+		if err != nil {
+			return nil, fmt.Errorf("projector: read %s: %w", subject, err)
+		}
+		got := 0
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("projector: read %s: %w", subject, err)
+			}
+			seq = m.Sequence + 1
+			if m.Sequence > last {
+				return out, nil
+			}
+			got++
+			rec, err := decodeEvent(snats.EventSubjectPrefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
+			if err == nil {
+				out = append(out, rec.Event)
+			}
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// decoded is one chunk of messages, decoded.
+type decoded struct {
+	recs []projections.Record
+	bad  []*store.CorruptError
+}
+
+// auditMessages decodes the source's messages in parallel, puts them back
+// in log order, and checks each job once it is finished (or at the end).
+func auditMessages(ctx context.Context, source func(emit func([]Message) error) error,
+	reload func(jobID string) ([]events.Event, error), o AuditOptions) (*audit.Auditor, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type chunk struct {
+		i    int
+		msgs []Message
+		out  chan decoded
+	}
+	// Chunks are decoded in parallel; their results are taken in order.
+	in := make(chan chunk, 2*o.Workers)
+	ordered := make(chan chan decoded, 4*o.Workers)
+	var decoders sync.WaitGroup
+	for range o.Workers {
+		decoders.Add(1)
+		go func() {
+			defer decoders.Done()
+			for c := range in {
+				c.out <- decodeChunk(c.msgs)
+			}
+		}()
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(ordered)
+		defer close(in)
+		i := 0
+		readErr <- source(func(msgs []Message) error {
+			c := chunk{i: i, msgs: msgs, out: make(chan decoded, 1)}
+			i++
+			select {
+			case ordered <- c.out:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case in <- c:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+
+	chk := newChecker(o)
+	defer chk.close()
+	a := audit.New(o.Audit)
+	open := map[string][]events.Event{} // histories of jobs not finished yet
+	closed := map[string]bool{}         // jobs checked already
+	reopened := map[string]bool{}       // ... that had events after all
+	var order []string
+	for out := range ordered {
+		var d decoded
+		select {
+		case d = <-out:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		for _, b := range d.bad {
+			a.Unreadable(b.Seq, b.JobID, b.Err)
+		}
+		for _, rec := range d.recs {
+			id := rec.Event.JobID
+			if closed[id] {
+				reopened[id] = true
+				continue
+			}
+			h, seen := open[id]
+			if !seen {
+				order = append(order, id)
+				h = make([]events.Event, 0, 8)
+			}
+			h = append(h, rec.Event)
+			if audit.Ends(rec.Event) {
+				delete(open, id)
+				closed[id] = true
+				chk.check(id, h, 0)
+				continue
+			}
+			open[id] = h
+		}
+	}
+	decoders.Wait()
+	if err := <-readErr; err != nil {
+		return nil, err
+	}
+	for id, h := range open {
+		chk.check(id, h, 0)
+	}
+	for id := range reopened {
+		h, err := reload(id)
+		if err != nil {
+			return nil, err
+		}
+		chk.check(id, h, 1)
+	}
+	results := chk.close()
+	for _, id := range order {
+		r := results[id]
+		a.Add(r.job, r.events)
+	}
+	return a, nil
+}
+
+// decodeChunk decodes messages; those that are not readable events of
+// their subject's job are returned apart.
+func decodeChunk(msgs []Message) decoded {
+	d := decoded{recs: make([]projections.Record, 0, len(msgs))}
+	for _, m := range msgs {
+		rec, err := decodeEvent(snats.EventSubjectPrefix, m, true)
+		if err == nil {
+			d.recs = append(d.recs, rec)
+			continue
+		}
+		var ce *store.CorruptError
+		if !errors.As(err, &ce) {
+			ce = &store.CorruptError{JobID: strings.TrimPrefix(m.Subject, snats.EventSubjectPrefix), Seq: m.Seq, Err: err}
+		}
+		var de *events.DecodeError
+		if ce.JobID == "" && errors.As(err, &de) {
+			ce.JobID = de.JobID
+		}
+		d.bad = append(d.bad, ce)
+	}
+	return d
+}

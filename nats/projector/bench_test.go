@@ -1,0 +1,263 @@
+package projector_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"syscall"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// The benchmarks run against an embedded server on this machine. The
+// figures and the commands are in docs/projections.md.
+
+// benchResult is a result body of the size the sandbox returns (ten
+// organic results, about 2 KB).
+var benchResult = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"requestId":"req_bench","search":{"query":"espresso scale","country":"US","language":"en","device":"mobile","limit":10},"organic":[`)
+	for i := 1; i <= 10; i++ {
+		if i > 1 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"position":%d,"title":"Best espresso scale of the year, tested and reviewed","link":"https://news.example.net/espresso-scale/%d","snippet":"We weighed every espresso scale on the market so you do not have to."}`, i, 1000+i)
+	}
+	b.WriteString(`],"pages":1,"searchedAt":"2026-12-02T14:00:00Z"}`)
+	return []byte(b.String())
+}()
+
+// benchJob is one job's encoded events: a plain success, a lost reply
+// resent with the same key, or a 408 and a new key.
+func benchJob(b testing.TB, ids *projectionstest.IDs, i int) [][]byte {
+	j := projectionstest.NewJob(b, ids, "bench "+strconv.Itoa(i), projectionstest.T0.Add(time.Duration(i%1440)*time.Minute))
+	ok := aggregate.Outcome{Status: 200, RequestID: "req_" + strconv.Itoa(i), Result: benchResult, Pages: 1}
+	j.Send()
+	switch i % 20 {
+	case 0, 1, 2, 3, 4:
+		j.Reply(aggregate.Outcome{Unknown: "timeout"})
+		j.Send()
+	case 5, 6, 7:
+		j.Reply(aggregate.Outcome{Status: 408, Code: "search_timeout", RequestID: "req_t" + strconv.Itoa(i)})
+		j.Send()
+	}
+	j.Reply(ok)
+	out := make([][]byte, len(j.Log))
+	for k, e := range j.Log {
+		enc, err := events.Encode(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[k] = enc
+	}
+	return out
+}
+
+// benchEvents makes about n encoded events in memory, as benchLog writes
+// them.
+func benchEvents(b *testing.B, n int) [][]byte {
+	var out [][]byte
+	ids := projectionstest.IDsFrom(0)
+	for base := 0; len(out) < n; base += 1000 {
+		jobs := make([][][]byte, 1000)
+		for i := range jobs {
+			jobs[i] = benchJob(b, ids, base+i)
+		}
+		for k := 0; ; k++ {
+			more := false
+			for _, j := range jobs {
+				if k < len(j) {
+					out, more = append(out, j[k]), true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// BenchmarkAuditEvents is the audit without NATS: decoding, folding and
+// checking a recorded log held in memory.
+func BenchmarkAuditEvents(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	evs := benchEvents(b, 1_000_000)
+	msgs := make([]projector.Message, len(evs))
+	for i, e := range evs {
+		msgs[i] = projector.Message{Seq: uint64(i + 1), Data: e}
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		a, err := projector.AuditEvents(context.Background(), msgs, projector.AuditOptions{Audit: audit.Options{Now: projectionstest.T0.Add(48 * time.Hour)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep := a.Report(); !rep.OK() || rep.Events != len(msgs) {
+			b.Fatalf("%d events, %d violations", rep.Events, len(rep.Violations))
+		}
+	}
+	b.ReportMetric(float64(len(msgs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// benchLog fills SERP_EVENTS with about n events (jobs of 4 to 7 events,
+// a thousand jobs interleaved at a time) and returns the server, which
+// fsyncs every sync (0: every write, as serpent run's embedded server).
+func benchLog(b *testing.B, n int, sync time.Duration) *natstest.Server {
+	b.Helper()
+	srv := natstest.RunServer(b, func(c *snats.EmbeddedConfig) { c.SyncInterval = sync })
+	ctx := context.Background()
+	if _, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	const window = 1000
+	written := 0
+	for base := 0; written < n; base += window {
+		jobs := make([][][]byte, window)
+		var wg gosync.WaitGroup
+		per := window / runtime.GOMAXPROCS(0)
+		for w := 0; w < window; w += per {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				ids := projectionstest.IDsFrom(uint64(base+lo) * 100)
+				for i := lo; i < min(hi, window); i++ {
+					jobs[i] = benchJob(b, ids, base+i)
+				}
+			}(w, w+per)
+		}
+		wg.Wait()
+		for k := 0; ; k++ {
+			more := false
+			for _, j := range jobs {
+				if k >= len(j) {
+					continue
+				}
+				more = true
+				e, err := projectionsDecodeHeader(j[k])
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := natsgo.NewMsg(snats.EventSubjectPrefix + e.JobID)
+				m.Data = j[k]
+				m.Header.Set(store.HeaderMsgID, e.ID)
+				m.Header.Set(events.HeaderType, e.Type())
+				if _, err := srv.JS.PublishMsgAsync(m); err != nil {
+					b.Fatal(err)
+				}
+				written++
+				if srv.JS.PublishAsyncPending() >= 2000 {
+					<-srv.JS.PublishAsyncComplete()
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		select {
+		case <-srv.JS.PublishAsyncComplete():
+		case <-time.After(time.Minute):
+			b.Fatal("publishing stalled")
+		}
+	}
+	return srv
+}
+
+func projectionsDecodeHeader(b []byte) (events.Event, error) { return events.Decode(b) }
+
+// BenchmarkAuditLog reads, decodes, folds and checks every event of the
+// log, as serpent audit does (with GOGC=400, as serpent audit sets it).
+func BenchmarkAuditLog(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			srv := benchLog(b, n, time.Minute) // filling is setup, not measured
+			ctx := context.Background()
+			st, err := srv.JS.Stream(ctx, snats.EventStream)
+			if err != nil {
+				b.Fatal(err)
+			}
+			total := st.CachedInfo().State.Msgs
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				a, err := projector.AuditLog(ctx, srv.JS, projector.AuditOptions{Audit: audit.Options{Now: projectionstest.T0.Add(48 * time.Hour)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rep := a.Report()
+				if !rep.OK() || uint64(rep.Events) != total {
+					b.Fatalf("%d events, %d violations: %v", rep.Events, len(rep.Violations), rep.Violations[:min(3, len(rep.Violations))])
+				}
+			}
+			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}
+
+// cpuTime is the CPU time this process used, server included: on a shared
+// machine it says more than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRunner measures projection throughput: a runner catching up
+// with a log of 20,000 events, on a server that fsyncs every write (as
+// serpent run's embedded one).
+func BenchmarkRunner(b *testing.B) {
+	const n = 20_000
+	var applied uint64
+	for range b.N {
+		b.StopTimer()
+		srv := benchLog(b, n, 0)
+		ctx := context.Background()
+		st, err := srv.JS.Stream(ctx, snats.EventStream)
+		if err != nil {
+			b.Fatal(err)
+		}
+		last := st.CachedInfo().State.LastSeq
+		r, err := projector.New(ctx, srv.JS, projector.Config{Name: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		b.StartTimer()
+		go func() { defer close(done); _ = r.Run(runCtx) }()
+		deadline := time.Now().Add(5 * time.Minute)
+		tick := time.NewTicker(2 * time.Millisecond)
+		for r.Stats().LastSeq < last && time.Now().Before(deadline) {
+			<-tick.C // polling the runner's own counter, bounded
+		}
+		tick.Stop()
+		b.StopTimer()
+		cancel()
+		<-done
+		if r.Stats().LastSeq < last {
+			b.Fatalf("the runner applied up to %d of %d", r.Stats().LastSeq, last)
+		}
+		applied += last
+		srv.Shutdown()
+	}
+	b.ReportMetric(float64(applied)/b.Elapsed().Seconds(), "events/s")
+}

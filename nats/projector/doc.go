@@ -1,0 +1,24 @@
+// Package projector keeps serpent's projections (the KV buckets
+// serp_status, serp_ledger and serp_observations) up to date with the
+// event log, rebuilds them from sequence 1, and reads the log fast for
+// the audit.
+//
+// Runner applies the pure reducers of package projections to SERP_EVENTS
+// with the durable consumer serpent-projections. Each value remembers the
+// stream sequence of the last event applied to it and is written with a
+// compare-and-set on its KV revision, so an event is applied exactly once
+// however often it is delivered; a lease in serp_projections lets one
+// runner apply at a time, whichever engine process it runs in. Lag and
+// ReadLag say how far the projections trail the log.
+//
+// Rebuild folds the whole log into staging buckets and switches the live
+// buckets over key by key while the runners pause, so a reader never sees
+// a missing or half-built value.
+//
+// AuditLog and AuditEvents read a log (JetStream, or a recording) and
+// check every job with package audit; ReadStream is the ordered reader
+// they and the rebuild share.
+//
+// docs/projections.md documents the buckets' keys and values, the
+// guarantees and the figures.
+package projector

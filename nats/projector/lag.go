@@ -1,0 +1,88 @@
+package projector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// Lag is how far the projections trail the log, as the server sees it:
+// any process can ask, whichever runner holds the lease.
+type Lag struct {
+	// Applied is the runner's checkpoint: every event up to this stream
+	// sequence is applied (and acknowledged).
+	Applied uint64 `json:"applied_seq"`
+	// Last is the log's last sequence; Pending the events not applied
+	// yet.
+	Last    uint64 `json:"last_seq"`
+	Pending uint64 `json:"pending"`
+	// AppliedAt is when the newest applied event was stored, Age how long
+	// ago that was. With nothing pending, Age is just the time since the
+	// log last changed; Behind is how much older the newest applied event
+	// is than the newest event (0 when caught up).
+	AppliedAt time.Time     `json:"applied_at,omitzero"`
+	Age       time.Duration `json:"age"`
+	Behind    time.Duration `json:"behind"`
+	// Holder is the runner holding the lease, if any; Paused is set while
+	// a rebuild asks runners to stand still.
+	Holder string `json:"holder,omitempty"`
+	Paused bool   `json:"paused"`
+}
+
+// Lag measures the projections' lag now.
+func (r *Runner) Lag(ctx context.Context) (Lag, error) {
+	return ReadLag(ctx, r.js, r.cfg.Stream, time.Now())
+}
+
+// ReadLag measures the lag of the projections of stream at time now from
+// the server: the consumer's acknowledgement floor against the stream.
+func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now time.Time) (Lag, error) {
+	if stream == "" {
+		stream = snats.EventStream
+	}
+	var lag Lag
+	cons, err := js.Consumer(ctx, stream, Consumer)
+	if err != nil {
+		return lag, fmt.Errorf("projector: consumer %s: %w (has the engine run with --projections?)", Consumer, err)
+	}
+	ci, err := cons.Info(ctx)
+	if err != nil {
+		return lag, fmt.Errorf("projector: consumer %s: %w", Consumer, err)
+	}
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return lag, fmt.Errorf("projector: stream %s: %w", stream, err)
+	}
+	state := st.CachedInfo().State
+	lag.Applied, lag.Last = ci.AckFloor.Stream, state.LastSeq
+	lag.Pending = ci.NumPending + uint64(ci.NumAckPending)
+	if lag.Applied > 0 {
+		m, err := st.GetMsg(ctx, lag.Applied)
+		if err != nil {
+			return lag, fmt.Errorf("projector: event %d: %w", lag.Applied, err)
+		}
+		lag.AppliedAt, lag.Age = m.Time, now.Sub(m.Time)
+		if lag.Pending > 0 && !state.LastTime.IsZero() {
+			lag.Behind = state.LastTime.Sub(m.Time)
+		}
+	}
+	if ctl, err := js.KeyValue(ctx, ControlBucket); err == nil {
+		if e, err := ctl.Get(ctx, leaseKey); err == nil {
+			var v leaseValue
+			if json.Unmarshal(e.Value(), &v) == nil {
+				lag.Holder = v.Holder
+			}
+		}
+		_, err := ctl.Get(ctx, pauseKey)
+		lag.Paused = err == nil
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return lag, err
+	}
+	return lag, nil
+}

@@ -1,0 +1,228 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/store"
+)
+
+// Message is one message of a stream as the readers pass it on.
+type Message struct {
+	Seq     uint64
+	Subject string
+	Header  natsgo.Header
+	Data    []byte
+	Time    time.Time
+}
+
+// decodeEvent reads an event message strictly (projections.Decode, as
+// events.Decode) and checks it belongs where it is stored: the job its
+// subject names, under its own message id and type header. Without a
+// subject (a recorded log) only the event is read. light leaves results
+// out (projections.DecodeLight). Errors are *store.CorruptError.
+func decodeEvent(prefix string, m Message, light bool) (projections.Record, error) {
+	jobID := strings.TrimPrefix(m.Subject, prefix)
+	decode := projections.Decode
+	if light {
+		decode = projections.DecodeLight
+	}
+	e, err := decode(m.Data)
+	if err != nil {
+		return projections.Record{}, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+	}
+	switch {
+	case m.Subject == "":
+	case e.JobID != jobID:
+		err = fmt.Errorf("event %s of job %s is stored on %s", e.ID, e.JobID, m.Subject)
+	case m.Header.Get(store.HeaderMsgID) != "" && m.Header.Get(store.HeaderMsgID) != e.ID:
+		err = fmt.Errorf("event %s is stored under message id %q", e.ID, m.Header.Get(store.HeaderMsgID))
+	case m.Header.Get(events.HeaderType) != "" && m.Header.Get(events.HeaderType) != e.Type():
+		err = fmt.Errorf("%s event %s is stored with type header %q", e.Type(), e.ID, m.Header.Get(events.HeaderType))
+	}
+	if err != nil {
+		return projections.Record{}, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+	}
+	return projections.Record{Seq: m.Seq, Event: e}, nil
+}
+
+// readRange reads the messages from..to (inclusive) matching filter with
+// batched direct gets: how a runner fills a gap in its deliveries.
+func readRange(ctx context.Context, js jetstream.JetStream, stream, filter string, from, to uint64) ([]Message, error) {
+	var out []Message
+	for from <= to {
+		n := int(min(to-from+1, 1000))
+		msgs, err := jetstreamext.GetBatch(ctx, js, stream, n, jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(filter))
+		if err != nil {
+			return nil, fmt.Errorf("projector: read %s from %d: %w", stream, from, err)
+		}
+		got := 0
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("projector: read %s from %d: %w", stream, from, err)
+			}
+			if m.Sequence > to {
+				break
+			}
+			out = append(out, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data, Time: m.Time})
+			from = m.Sequence + 1
+			got++
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ReadStream reads a stream's messages matching filter from sequence from
+// up to sequence to (0: the last one when the read starts), in order, with
+// an ordered consumer, and hands them to fn in chunks of up to chunk
+// messages. It returns the last sequence it was asked to reach.
+func ReadStream(ctx context.Context, js jetstream.JetStream, stream, filter string, from, to uint64, chunk int,
+	fn func([]Message) error) (uint64, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("projector: stream %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return 0, fmt.Errorf("projector: stream %s: %w", stream, err)
+	}
+	if to == 0 || to > info.State.LastSeq {
+		to = info.State.LastSeq
+	}
+	from = max(from, info.State.FirstSeq, 1)
+	if from > to || info.State.Msgs == 0 {
+		return to, nil
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
+	if err != nil {
+		return 0, fmt.Errorf("projector: read %s: %w", stream, err)
+	}
+	chunks := make(chan []Message, 4)
+	failed := make(chan error, 1)
+	quit := make(chan struct{})
+	var buf []Message
+	done := false
+	send := func(c []Message) bool {
+		select {
+		case chunks <- c:
+			return true
+		case <-quit:
+			done = true
+			return false
+		}
+	}
+	// The callback runs on one goroutine, in order; it only hands chunks
+	// over, so decoding and checking happen while the next ones arrive.
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if done {
+			return
+		}
+		seq, pending, ts, ok := ackInfo(m.Reply())
+		if !ok {
+			meta, err := m.Metadata()
+			if err != nil {
+				done = true
+				failed <- err
+				return
+			}
+			seq, pending, ts = meta.Sequence.Stream, meta.NumPending, meta.Timestamp.UnixNano()
+		}
+		if seq <= to {
+			buf = append(buf, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: time.Unix(0, ts)})
+		}
+		last := seq >= to || pending == 0
+		if len(buf) >= chunk || last {
+			if !send(buf) {
+				return
+			}
+			buf = nil
+		}
+		if last {
+			done = true
+			close(chunks)
+		}
+	}, jetstream.PullMaxMessages(max(2*chunk, 1000)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		// The ordered consumer recreates itself after missed heartbeats
+		// and the like; only a closed connection ends the read.
+		if errors.Is(err, natsgo.ErrConnectionClosed) {
+			select {
+			case failed <- err:
+			default:
+			}
+		}
+	}))
+	if err != nil {
+		return 0, fmt.Errorf("projector: read %s: %w", stream, err)
+	}
+	defer func() {
+		close(quit) // a callback blocked on a full channel gives up
+		cc.Stop()
+	}()
+	for {
+		select {
+		case c, ok := <-chunks:
+			if !ok {
+				return to, nil
+			}
+			if err := fn(c); err != nil {
+				return 0, err
+			}
+		case err := <-failed:
+			return 0, fmt.Errorf("projector: read %s: %w", stream, err)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// ackInfo reads the stream sequence, the pending count and the timestamp
+// from a delivery's reply subject ($JS.ACK.[domain.hash.]stream.consumer.
+// delivered.sseq.cseq.ts.pending[.token]) without the allocations of
+// Msg.Metadata, which counts when a whole log is read.
+func ackInfo(reply string) (seq, pending uint64, ts int64, ok bool) {
+	var tok [12]string
+	n := 0
+	for n < len(tok) {
+		i := strings.IndexByte(reply, '.')
+		if i < 0 {
+			tok[n] = reply
+			n++
+			break
+		}
+		tok[n], reply = reply[:i], reply[i+1:]
+		n++
+	}
+	base := 0
+	switch {
+	case n == 9:
+		base = 2
+	case n >= 11:
+		base = 4
+	default:
+		return 0, 0, 0, false
+	}
+	if tok[0] != "$JS" || tok[1] != "ACK" {
+		return 0, 0, 0, false
+	}
+	seq, err1 := strconv.ParseUint(tok[base+3], 10, 64)
+	t, err2 := strconv.ParseInt(tok[base+5], 10, 64)
+	pending, err3 := strconv.ParseUint(tok[base+6], 10, 64)
+	return seq, pending, t, err1 == nil && err2 == nil && err3 == nil
+}

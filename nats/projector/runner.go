@@ -1,0 +1,282 @@
+package projector
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/projections"
+)
+
+// Config configures a Runner. The zero value fits SERP_EVENTS.
+type Config struct {
+	// Stream and Filter are the log; defaults SERP_EVENTS and
+	// serp.events.>.
+	Stream string
+	Filter string
+	// Replicas of the buckets the runner creates; 0 means 1.
+	Replicas int
+	// Projection tunes the values (the price in the spend estimate).
+	Projection projections.Config
+	// Batch is the most events fetched and written at once; default 1000.
+	Batch int
+	// LeaseTTL is how long a silent runner keeps the lease before another
+	// takes over; default 10 s.
+	LeaseTTL time.Duration
+	// Name identifies the runner in the lease; default host-pid.
+	Name string
+	// CacheSize is how many values the runner remembers between batches;
+	// default 50,000.
+	CacheSize int
+	// AckWait is how long a batch delivered to a runner that died waits
+	// before it is delivered again; default 30 s. (A live runner fills
+	// such gaps from the stream at once when newer events arrive.)
+	AckWait time.Duration
+	Logger  *slog.Logger
+	// Hooks lets tests stop the runner where a crash matters.
+	Hooks Hooks
+}
+
+// Hooks are called at the points where a process may die.
+type Hooks struct {
+	// AfterWrite runs once a batch's values are written, before its
+	// messages are acknowledged. An error fails the batch there; ErrCrash
+	// stops the runner as a crash would: nothing more is written, nothing
+	// acknowledged or released.
+	AfterWrite func(lastSeq uint64) error
+}
+
+// ErrCrash is what a test hook returns to play a crash.
+var ErrCrash = errors.New("projector: crash requested by a test hook")
+
+func (c Config) withDefaults() Config {
+	if c.Stream == "" {
+		c.Stream = snats.EventStream
+	}
+	if c.Filter == "" {
+		c.Filter = snats.EventSubjectPrefix + ">"
+	}
+	if c.Batch <= 0 {
+		c.Batch = 1000
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		c.Name = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 50000
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Runner keeps the projection buckets up to date with SERP_EVENTS. Run it
+// in every engine process: a lease in serp_projections lets exactly one
+// apply at a time (the others stand by and take over within LeaseTTL of
+// its end), so per-day totals never see two writers interleave.
+//
+// Each batch is fetched from the durable consumer serpent-projections,
+// grouped by value, folded and written with one compare-and-set per value
+// (the value keeps the stream sequence of its last event, so an event
+// seen again is skipped), and only then acknowledged. The consumer's
+// acknowledgement floor is the checkpoint; the runner also reads the
+// stream directly to fill any gap in what it is delivered (messages still
+// pending with a runner that died), so values always see events in stream
+// order.
+type Runner struct {
+	js    jetstream.JetStream
+	cfg   Config
+	cons  jetstream.Consumer
+	ctl   jetstream.KeyValue
+	lease *lease
+	pause *lease
+	app   *applier
+	log   *slog.Logger
+
+	next uint64 // the stream sequence to apply next, while holding the lease
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Stats are what a runner did, for logs and tests.
+type Stats struct {
+	Holder    string    `json:"holder"`
+	Holding   bool      `json:"holding"`
+	Paused    bool      `json:"paused"`
+	Events    uint64    `json:"events"`  // events applied by this runner
+	Batches   uint64    `json:"batches"` // batches written and acknowledged
+	Writes    int       `json:"writes"`  // values written
+	Conflicts int       `json:"conflicts"`
+	Gaps      int       `json:"gaps"`     // events read directly to fill a gap
+	LastSeq   uint64    `json:"last_seq"` // the newest event applied
+	LastAt    time.Time `json:"last_at"`  // when it was stored
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// New provisions the buckets, the control bucket and the durable
+// consumer, and returns a runner.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, error) {
+	cfg = cfg.withDefaults()
+	b, err := ensureBuckets(ctx, js, "", cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	ctl, err := controlBucket(ctx, js, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := ensureConsumer(ctx, js, cfg.Stream, cfg.Filter, cfg.AckWait)
+	if err != nil {
+		return nil, err
+	}
+	holder := cfg.Name + "-" + randomSuffix()
+	r := &Runner{js: js, cfg: cfg, cons: cons, ctl: ctl, log: cfg.Logger.With("component", "projections"),
+		lease: newLease(ctl, leaseKey, holder, "projections", cfg.LeaseTTL),
+		pause: newLease(ctl, pauseKey, holder, "", cfg.LeaseTTL),
+		app:   &applier{js: js, proj: projections.New(cfg.Projection), b: b, cache: newCache(cfg.CacheSize)}}
+	r.stats.Holder = holder
+	return r, nil
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Stats returns a snapshot of what the runner did.
+func (r *Runner) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+func (r *Runner) update(f func(*Stats)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.stats)
+}
+
+// Run applies events until ctx ends, then gives the lease up.
+func (r *Runner) Run(ctx context.Context) error {
+	crashed := false
+	defer func() {
+		if crashed {
+			return
+		}
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		r.lease.release(release)
+		r.update(func(s *Stats) { s.Holding = false })
+	}()
+	idle := r.cfg.LeaseTTL / 4
+	failures := 0
+	lastReport := time.Now()
+	for ctx.Err() == nil {
+		if time.Since(lastReport) >= time.Minute && r.lease.held() {
+			lastReport = time.Now()
+			r.reportLag(ctx)
+		}
+		worked, err := r.step(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, ErrCrash):
+			crashed = true
+			return err
+		case err != nil:
+			failures++
+			r.update(func(s *Stats) { s.LastError = err.Error() })
+			if failures == 1 || failures%20 == 0 {
+				r.log.Warn("projections: a batch failed; trying again", "err", err, "failures", failures)
+			}
+			sleep(ctx, min(idle, time.Duration(failures)*100*time.Millisecond))
+		case !worked:
+			failures = 0
+			sleep(ctx, idle)
+		default:
+			failures = 0
+		}
+	}
+	return nil
+}
+
+// reportLag logs the lag once a minute while the projections trail the
+// log by more than a few seconds.
+func (r *Runner) reportLag(ctx context.Context) {
+	lag, err := r.Lag(ctx)
+	if err != nil || lag.Pending == 0 || lag.Behind < 5*time.Second {
+		return
+	}
+	r.log.Warn("projections: trailing the log", "pending", lag.Pending, "behind", lag.Behind.Round(time.Second),
+		"applied_seq", lag.Applied, "last_seq", lag.Last)
+}
+
+// step does one round: honour a pause, keep or take the lease, apply one
+// batch. worked is false when the runner stands by (it then waits a
+// while before it looks again).
+func (r *Runner) step(ctx context.Context) (worked bool, err error) {
+	paused, err := r.pause.live(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.update(func(s *Stats) { s.Paused = paused })
+	if paused {
+		if r.lease.claimed() {
+			r.log.Info("projections: paused for a rebuild; giving the lease up")
+			r.lease.release(ctx)
+			r.update(func(s *Stats) { s.Holding = false })
+		}
+		return false, nil
+	}
+	if r.lease.renewDue() {
+		if err := r.lease.renew(ctx); err != nil {
+			r.update(func(s *Stats) { s.Holding = false })
+			return false, err
+		}
+	}
+	if !r.lease.held() {
+		ok, err := r.lease.acquire(ctx)
+		if err != nil || !ok {
+			return false, err
+		}
+		if err := r.start(ctx); err != nil {
+			r.lease.release(ctx)
+			return false, err
+		}
+		return true, nil // look for a pause once more before the first batch
+	}
+	return r.batch(ctx)
+}
+
+// start prepares a runner that just took the lease: whatever it
+// remembered may have been changed by another runner or a rebuild.
+func (r *Runner) start(ctx context.Context) error {
+	info, err := r.cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("projector: consumer %s: %w", Consumer, err)
+	}
+	r.app.cache.clear()
+	r.next = info.AckFloor.Stream + 1
+	r.update(func(s *Stats) { s.Holding = true })
+	r.log.Info("projections: took the lease", "holder", r.lease.holder, "from_seq", r.next)
+	return nil
+}

@@ -1,0 +1,148 @@
+package projector
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/serpent-engine/serpent/projections"
+)
+
+type switchCounts struct {
+	values, unchanged, written, deleted int
+}
+
+// liveValue is what the switch remembers of a live key: its revision, and
+// a digest of its value (nil for a delete marker), not the value itself.
+type liveValue struct {
+	rev uint64
+	sum *[sha256.Size]byte
+}
+
+// switchOver makes every live bucket hold exactly what its staging bucket
+// holds, key by key: differing values are written over (a compare-and-set
+// on the live revision, so a value someone changed meanwhile fails the
+// switch instead of being lost), missing ones added, and live keys the
+// staging bucket lacks deleted. ok is asked before every write.
+func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
+	progress func(string, uint64, uint64)) (switchCounts, error) {
+	var c switchCounts
+	var total uint64
+	for _, b := range projections.Buckets() {
+		if st, err := staging.kv[b].Status(ctx); err == nil {
+			total += st.Values()
+		}
+	}
+	for _, b := range projections.Buckets() {
+		index, err := indexLive(ctx, live.kv[b])
+		if err != nil {
+			return c, err
+		}
+		w, err := staging.kv[b].WatchAll(ctx, jetstream.IgnoreDeletes())
+		if err != nil {
+			return c, fmt.Errorf("projector: read %s: %w", staging.name[b], err)
+		}
+		var window []pendingWrite
+		flush := func() error {
+			err := waitWrites(ctx, window)
+			c.written += len(window)
+			window = window[:0]
+			return err
+		}
+		for e := range w.Updates() {
+			if e == nil {
+				break // every current value seen
+			}
+			c.values++
+			progress("switch", uint64(c.values), total)
+			cur, had := index[e.Key()]
+			delete(index, e.Key())
+			if had && cur.sum != nil && *cur.sum == sha256.Sum256(e.Value()) {
+				c.unchanged++
+				continue
+			}
+			if !ok() {
+				_ = w.Stop()
+				return c, errLeaseLost
+			}
+			msg := &natsgo.Msg{Subject: "$KV." + live.name[b] + "." + e.Key(), Data: e.Value()}
+			fut, err := live.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(cur.rev))
+			if err != nil {
+				_ = w.Stop()
+				return c, fmt.Errorf("projector: switch %s/%s: %w", b, e.Key(), err)
+			}
+			window = append(window, pendingWrite{key: b + "/" + e.Key(), fut: fut})
+			if len(window) == writeWindow {
+				if err := flush(); err != nil {
+					_ = w.Stop()
+					return c, err
+				}
+			}
+		}
+		_ = w.Stop()
+		if err := flush(); err != nil {
+			return c, err
+		}
+		for key, cur := range index {
+			if cur.sum == nil {
+				continue // already deleted
+			}
+			if !ok() {
+				return c, errLeaseLost
+			}
+			if err := live.kv[b].Delete(ctx, key, jetstream.LastRevision(cur.rev)); err != nil {
+				return c, fmt.Errorf("projector: switch: delete %s/%s: %w", b, key, err)
+			}
+			c.deleted++
+		}
+	}
+	return c, nil
+}
+
+type pendingWrite struct {
+	key string
+	fut jetstream.PubAckFuture
+}
+
+func waitWrites(ctx context.Context, ws []pendingWrite) error {
+	var errs []error
+	for _, p := range ws {
+		select {
+		case <-p.fut.Ok():
+		case err := <-p.fut.Err():
+			if isConflict(err) {
+				err = fmt.Errorf("it changed during the switch (is a runner still writing?): %w", err)
+			}
+			errs = append(errs, fmt.Errorf("projector: switch %s: %w", p.key, err))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// indexLive reads every key of a live bucket, delete markers included.
+func indexLive(ctx context.Context, kv jetstream.KeyValue) (map[string]liveValue, error) {
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("projector: read %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	out := map[string]liveValue{}
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		v := liveValue{rev: e.Revision()}
+		if e.Operation() == jetstream.KeyValuePut {
+			sum := sha256.Sum256(e.Value())
+			v.sum = &sum
+		}
+		out[e.Key()] = v
+	}
+	return out, nil
+}

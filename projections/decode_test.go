@@ -1,0 +1,154 @@
+package projections_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/projections"
+	"github.com/stretchr/testify/require"
+)
+
+// corpus is every encoded event the decoder tests start from: the golden
+// events, the sample log, and the recorded run of testdata/audit (its
+// doctored copies hold the same lines).
+func corpus(t testing.TB) [][]byte {
+	var out [][]byte
+	files, err := filepath.Glob("../testdata/events/*.json")
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out = append(out, bytes.TrimSpace(b))
+	}
+	for _, r := range interleave(sampleLog(t)) {
+		b, err := events.Encode(r.Event)
+		require.NoError(t, err)
+		out = append(out, b)
+	}
+	if b, err := os.ReadFile("../testdata/audit/clean.jsonl"); err == nil {
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+// variants are inputs the fast path must either read exactly as the codec
+// or leave to it: the same event with white space, escapes, duplicates,
+// nulls, other numbers, unknown members and trailing data.
+func variants(b []byte) [][]byte {
+	out := [][]byte{b}
+	swaps := [][2]string{
+		{`,"`, ` , "`},
+		{`":`, `" :`},
+		{`"schema":1`, `"schema":2`},
+		{`"schema":1`, `"schema":1.0`},
+		{`"schema":1`, `"schema":01`},
+		{`"version":`, `"version":-`},
+		{`"data":{`, `"data":{"extra":1,`},
+		{`"data":{`, `"data":null,"x":{`},
+		{`"key":"`, `"KEY":"`},
+		{`"key":"`, `"key":"a","key":"`},
+		{`"replayed":false`, `"replayed":null`},
+		{`"result":`, `"result":null,"y":`},
+		{`"time":"2026`, `"time":"2026x`},
+		{`"query":"`, `"query":"\u00e9\n`},
+		{`"query":"`, `"query":"\ud83d\ude00`},
+		{`"pages":`, `"pages":1e1,"p":`},
+		{`"type":"`, `"type":"X`},
+		{`}`, `}}`},
+	}
+	for _, s := range swaps {
+		if bytes.Contains(b, []byte(s[0])) {
+			out = append(out, bytes.Replace(b, []byte(s[0]), []byte(s[1]), 1))
+		}
+	}
+	out = append(out, append(append([]byte{}, b...), " \n"...), append(append([]byte{}, b...), "x"...), b[:len(b)/2])
+	return out
+}
+
+// TestDecodeMatchesCodec: for every input, Decode and events.Decode agree
+// on whether it is an event and on the event.
+func TestDecodeMatchesCodec(t *testing.T) {
+	for _, b := range corpus(t) {
+		for _, v := range variants(b) {
+			want, werr := events.Decode(v)
+			got, gerr := projections.Decode(v)
+			if werr != nil {
+				require.Error(t, gerr, "%s", v)
+				require.Equal(t, werr.Error(), gerr.Error())
+				continue
+			}
+			require.NoError(t, gerr, "%s", v)
+			require.Equal(t, want, got, "%s", v)
+			light, err := projections.DecodeLight(v)
+			require.NoError(t, err)
+			require.Equal(t, withoutResult(want), light)
+		}
+	}
+}
+
+func withoutResult(e events.Event) events.Event {
+	if o, ok := e.Data.(events.ObservationStored); ok {
+		o.Result = nil
+		e.Data = o
+	}
+	return e
+}
+
+func FuzzDecodeMatchesCodec(f *testing.F) {
+	for i, b := range corpus(f) {
+		if i%10 == 0 { // TestDecodeMatchesCodec covers every variant
+			for _, v := range variants(b) {
+				f.Add(v)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, werr := events.Decode(b)
+		got, gerr := projections.Decode(b)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("codec error %v, fast error %v for %q", werr, gerr, b)
+		}
+		if werr == nil {
+			require.Equal(t, want, got)
+		}
+		light, lerr := projections.DecodeLight(b)
+		if (werr == nil) != (lerr == nil) {
+			t.Fatalf("codec error %v, light error %v for %q", werr, lerr, b)
+		}
+		if werr == nil {
+			require.Equal(t, withoutResult(want), light)
+		}
+	})
+}
+
+// BenchmarkDecode compares the fast path with the codec on the sample log.
+func BenchmarkDecode(b *testing.B) {
+	var log [][]byte
+	for _, r := range interleave(sampleLog(b)) {
+		enc, err := events.Encode(r.Event)
+		require.NoError(b, err)
+		log = append(log, enc)
+	}
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) (events.Event, error)
+	}{{"codec", events.Decode}, {"fast", projections.Decode}, {"light", projections.DecodeLight}} {
+		b.Run(tc.name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				if _, err := tc.decode(log[n%len(log)]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
