@@ -169,14 +169,19 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 	}
 	s, now := b.s, b.now
 	cur, _ := s.Current()
-	if in.Key != cur.Key || !cur.Sent() || cur.Definite {
+	// Only the latest send of the current key speaks for it. An older
+	// send's answer may be about that one request only (a 429 ran
+	// nothing, so a newer send of the key may have run and been billed),
+	// or about an execution the provider has since forgotten (an unbilled
+	// result whose cache expired, run again by a newer send).
+	if in.Key != cur.Key || !cur.Sent() || cur.Definite || in.Try != cur.Tries {
 		return ErrStaleOutcome
 	}
 	if in.Status == 200 && len(in.Result) == 0 {
 		return invalid("a 200 without a decoded result is an unknown outcome, not a success")
 	}
 	rule := t.Classify(in.Status, in.Code)
-	if !rule.Class.Definite() && (s.Status != StatusSending || in.Try != cur.Tries) {
+	if !rule.Class.Definite() && s.Status != StatusSending {
 		return ErrStaleOutcome
 	}
 	classified := events.OutcomeClassified{
@@ -255,6 +260,11 @@ func (b *emitter) ledger(in LedgerAnswer) error {
 		}
 	}
 	charges := s.charges(in.Entries)
+	if settled := s.Settled(); len(charges) == 0 && b.now.Before(settled) {
+		// A search the last send started may still be running, and is
+		// billed only when it ends: no charge yet proves nothing.
+		return &NotSettledError{Until: settled}
+	}
 	rec := events.Reconciled{Keys: q.Keys, RequestIDs: q.RequestIDs, Entries: charges, Charges: len(charges)}
 	cur, _ := s.Current()
 	switch {
@@ -274,6 +284,23 @@ func (b *emitter) ledger(in LedgerAnswer) error {
 		b.rotate(cur, ReasonNotCharged, b.now)
 	}
 	return nil
+}
+
+// Settled is when the billing ledger can be trusted to show every charge
+// of the job: once every search its sends may have started has ended. A
+// search runs at most as long as the client waits, and the lease covers
+// that wait with a margin, so it is the last send plus the lease.
+func (s State) Settled() time.Time {
+	var last time.Time
+	for _, a := range s.Attempts {
+		if a.LastSend.After(last) {
+			last = a.LastSend
+		}
+	}
+	if last.IsZero() {
+		return last
+	}
+	return last.Add(s.Policy.Lease.D())
 }
 
 // ReconcileQuery is what to look up in the billing ledger: every key the

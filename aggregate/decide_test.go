@@ -92,6 +92,10 @@ func TestUnknownAtDeadlineReconciles(t *testing.T) {
 		try = sent.Try
 	}
 	require.Equal(t, aggregate.StatusReconciling, j.s.Status)
+	// The last send may have started a search that is still running:
+	// the ledger is asked once it must have ended.
+	require.Equal(t, aggregate.Next{Step: aggregate.StepWait, At: j.s.Settled()}, j.s.Next(j.now))
+	j.waitDue()
 	require.Equal(t, aggregate.StepReconcile, j.s.Next(j.now).Step)
 	_, err := j.try(aggregate.Due{Worker: "w1"})
 	require.ErrorIs(t, err, aggregate.ErrMustReconcile)
@@ -107,8 +111,23 @@ func TestReconciliation(t *testing.T) {
 		require.Equal(t, aggregate.StatusReconciling, j.s.Status)
 		return j, key
 	}
+	t.Run("no charge is conclusive only once the last search must have ended", func(t *testing.T) {
+		j, _ := setup(t)
+		settled := j.s.Settled()
+		require.Equal(t, j.s.Attempts[0].LastSend.Add(2*time.Minute), settled, "last send plus the lease")
+		require.Equal(t, aggregate.Next{Step: aggregate.StepWait, At: settled}, j.s.Next(j.now))
+		q := j.s.ReconcileQuery()
+		_, err := j.try(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs})
+		var ns *aggregate.NotSettledError
+		require.ErrorAs(t, err, &ns)
+		require.Equal(t, settled, ns.Until)
+		require.ErrorIs(t, err, aggregate.ErrNotSettled)
+		j.now = settled
+		require.Equal(t, aggregate.StepReconcile, j.s.Next(j.now).Step)
+	})
 	t.Run("no charge rotates the key", func(t *testing.T) {
 		j, key := setup(t)
+		j.now = j.s.Settled()
 		q := j.s.ReconcileQuery()
 		require.Equal(t, []string{"req_A"}, q.RequestIDs)
 		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs})
@@ -135,8 +154,16 @@ func TestReconciliation(t *testing.T) {
 		require.Equal(t, aggregate.StepDone, j.s.Next(j.now).Step)
 		require.Empty(t, aggregate.Verify(j.log))
 	})
+	t.Run("a charge is conclusive at once", func(t *testing.T) {
+		j, key := setup(t)
+		q := j.s.ReconcileQuery()
+		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+			Entries: []events.LedgerEntry{{RequestID: "req_A", Key: key, BilledPages: 1}}})
+		require.Equal(t, aggregate.VerdictCharged, evs[0].Data.(events.Reconciled).Verdict)
+	})
 	t.Run("other jobs' charges are ignored", func(t *testing.T) {
 		j, _ := setup(t)
+		j.now = j.s.Settled()
 		q := j.s.ReconcileQuery()
 		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
 			Entries: []events.LedgerEntry{{RequestID: "req_other", Key: "someone-else", BilledPages: 1}}})
@@ -203,11 +230,19 @@ func TestClaimAndLease(t *testing.T) {
 		k2, try := j.send("w2")
 		require.Equal(t, key, k2)
 		require.Equal(t, 2, try)
-		// The first worker's late unknown outcome decides nothing.
-		_, err := j.try(aggregate.Outcome{Key: key, Try: 1, Unknown: "timeout"})
-		require.ErrorIs(t, err, aggregate.ErrStaleOutcome)
-		// Its late definite outcome does: it is a fact about the key.
-		evs := j.must(aggregate.Outcome{Key: key, Try: 1, Status: 200, RequestID: "r", Result: okResult})
+		// The first worker's late answers decide nothing: only the latest
+		// send speaks for the key. A 429 ran nothing, and the second send
+		// may have run and been billed; a free result may have been
+		// forgotten and run again by the second send.
+		for _, late := range []aggregate.Outcome{
+			{Key: key, Try: 1, Unknown: "timeout"},
+			{Key: key, Try: 1, Status: 429, Code: "rate_limited", RequestID: "r0"},
+			{Key: key, Try: 1, Status: 200, RequestID: "r0", Result: okResult},
+		} {
+			_, err := j.try(late)
+			require.ErrorIs(t, err, aggregate.ErrStaleOutcome)
+		}
+		evs := j.must(aggregate.Outcome{Key: key, Try: 2, Status: 200, RequestID: "r", Result: okResult, Replayed: true})
 		require.Equal(t, []string{"ObservationStored"}, types(evs))
 		require.Empty(t, aggregate.Verify(j.log))
 	})
@@ -293,6 +328,7 @@ func TestBudgets(t *testing.T) {
 			try = evs[0].Data.(events.Sent).Try
 		}
 		require.Equal(t, aggregate.ReasonAgeBudget, evs[0].Data.(events.DeadlineReached).Reason)
+		j.waitDue()
 		q := j.s.ReconcileQuery()
 		evs = j.must(aggregate.LedgerAnswer{Keys: q.Keys})
 		require.Equal(t, []string{"Reconciled", "JobFailed"}, types(evs))

@@ -29,7 +29,19 @@ var (
 	// ErrNotDue and ErrLeased match NotDueError and LeasedError.
 	ErrNotDue = errors.New("aggregate: job is not due")
 	ErrLeased = errors.New("aggregate: job is leased to another worker")
+	// ErrNotSettled matches NotSettledError.
+	ErrNotSettled = errors.New("aggregate: the billing ledger may not show every charge yet")
 )
+
+// NotSettledError says when a ledger answer finding no charge will be
+// conclusive: a search the job's last send started may still be running.
+type NotSettledError struct{ Until time.Time }
+
+func (e *NotSettledError) Error() string {
+	return fmt.Sprintf("aggregate: a search may still be running; ask the billing ledger again after %s", e.Until.Format(time.RFC3339Nano))
+}
+
+func (e *NotSettledError) Is(target error) bool { return target == ErrNotSettled }
 
 // NotDueError says when the job will be due.
 type NotDueError struct{ Until time.Time }

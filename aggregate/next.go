@@ -12,7 +12,8 @@ const (
 	// reconciliation when its key may not be sent again.
 	StepSend Step = "send"
 	// StepReconcile: look ReconcileQuery up in the billing ledger and decide
-	// the LedgerAnswer.
+	// the LedgerAnswer. A reconciling job waits first until its last send's
+	// search must have ended (State.Settled).
 	StepReconcile Step = "reconcile"
 	// StepDone: the job is finished.
 	StepDone Step = "done"
@@ -32,6 +33,9 @@ func (s State) Next(now time.Time) Next {
 	case !s.Exists() || s.Status.Terminal():
 		return Next{Step: StepDone}
 	case s.Status == StatusReconciling:
+		if settled := s.Settled(); now.Before(settled) {
+			return Next{Step: StepWait, At: settled}
+		}
 		return Next{Step: StepReconcile, At: now}
 	case s.Status == StatusSending:
 		if now.Before(s.Lease.Until) {

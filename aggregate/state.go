@@ -54,6 +54,7 @@ type Attempt struct {
 	Reason     string
 	CreatedAt  time.Time
 	FirstSend  time.Time
+	LastSend   time.Time
 	Deadline   time.Time
 	Tries      int
 	LastClass  Class
@@ -140,6 +141,7 @@ func (s *State) apply(e events.Event) {
 		s.Lease = Lease{Worker: d.Worker, Until: d.LeaseUntil}
 		if a := s.attempt(d.Key); a != nil {
 			a.Tries = max(a.Tries+1, d.Try)
+			a.LastSend = e.Time
 			if a.FirstSend.IsZero() {
 				a.FirstSend, a.Deadline = e.Time, d.Deadline
 			}

@@ -72,6 +72,10 @@ func WorkStreamConfig(o StreamOptions) jetstream.StreamConfig {
 		Retention: jetstream.WorkQueuePolicy, Discard: jetstream.DiscardOld,
 		MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: 1,
 		Replicas: max(o.Replicas, 1), AllowDirect: true, AllowMsgSchedules: true,
+		// nats-server turns rollups on for any stream with message
+		// schedules; asking for the same keeps a restart from seeing a
+		// difference. serpent sends no rollups.
+		AllowRollup: true,
 	}
 }
 

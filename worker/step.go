@@ -73,6 +73,10 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				if ctx.Err() != nil || errors.Is(err, ErrCrash) {
 					return aggregate.Next{}, err
 				}
+				var ns *aggregate.NotSettledError
+				if errors.As(err, &ns) {
+					return aggregate.Next{Step: aggregate.StepWait, At: ns.Until}, nil
+				}
 				var le *serper.LedgerError
 				retry := e.cfg.ReconcileRetry
 				if errors.As(err, &le) && le.RetryAfter > retry {
