@@ -1,0 +1,316 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+// World is what a run left behind, as the checks read it once every job
+// is finished: serpent's streams and the provider's books.
+type World struct {
+	NATSURL    string
+	SandboxURL string
+	Binary     string
+	Dir        string
+	JS         jetstream.JetStream
+	// Histories are the jobs' logs, read from SERP_EVENTS.
+	Histories map[string][]events.Event
+	// Stats are the sandbox's counters and books.
+	Stats sandbox.Stats
+}
+
+// Check is one more check of a finished run, for what other parts of
+// serpent build (projections, audit): it reads the world and reports what
+// it found. Checks run in order after the built-in ones.
+type Check interface {
+	Name() string
+	Check(ctx context.Context, w *World) CheckResult
+}
+
+// CheckResult is what one Check found.
+type CheckResult struct {
+	Name string `json:"name"`
+	// Skipped says why the check did not apply, if it did not.
+	Skipped string `json:"skipped,omitempty"`
+	// Summary is one line on what was checked.
+	Summary string `json:"summary,omitempty"`
+	// Violations are broken promises.
+	Violations []string `json:"violations,omitempty"`
+}
+
+// check reads the world and holds it to DESIGN section 2.
+func (r *run) check(ctx context.Context, checks []Check) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	rep := r.rep
+	w := &World{NATSURL: r.natsURL, SandboxURL: r.sbURL, Binary: r.bin, Dir: r.dir, JS: r.js, Histories: map[string][]events.Event{}}
+
+	// The commands, the rejections and the log.
+	type cmdMsg struct {
+		seq     uint64
+		id      string
+		payload []byte
+	}
+	var cmds []cmdMsg
+	err := readAll(ctx, r.js, snats.CommandStream, snats.CommandSubjects, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		cmds = append(cmds, cmdMsg{meta.Sequence.Stream, m.Headers().Get(natsgo.MsgIdHdr), m.Data()})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	type rejection struct {
+		reason  string
+		payload []byte
+	}
+	rejected := map[uint64]rejection{}
+	err = readAll(ctx, r.js, snats.RejectStream, snats.RejectSubjectPrefix+">", func(m jetstream.Msg) error {
+		seq, err := strconv.ParseUint(m.Headers().Get(worker.HeaderCommandSeq), 10, 64)
+		if err != nil {
+			rep.violation("a rejection record without a command sequence: %q", m.Headers().Get(worker.HeaderCommandSeq))
+			return nil
+		}
+		if _, twice := rejected[seq]; twice {
+			rep.violation("command %d was rejected twice", seq)
+		}
+		rejected[seq] = rejection{m.Headers().Get(worker.HeaderRejectReason), m.Data()}
+		rep.Rejections[m.Headers().Get(worker.HeaderRejectReason)]++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = readAll(ctx, r.js, snats.EventStream, snats.EventSubjectPrefix+">", func(m jetstream.Msg) error {
+		job := strings.TrimPrefix(m.Subject(), snats.EventSubjectPrefix)
+		ev, err := events.Decode(m.Data())
+		if err != nil {
+			rep.violation("job %s: unreadable event: %v", job, err)
+			return nil
+		}
+		w.Histories[job] = append(w.Histories[job], ev)
+		rep.Events++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if w.Stats, err = fetchStats(ctx, r.sbURL); err != nil {
+		return err
+	}
+
+	// Promise 7 (and 1): every acknowledged command is in SERP_COMMANDS,
+	// and each is a job or a recorded rejection with the right reason.
+	ids := map[string]bool{}
+	want := map[string]bool{}
+	for _, c := range cmds {
+		ids[c.id] = true
+		job, reason := JobOf(c.payload), rejectReason(c.payload)
+		rej, isRejected := rejected[c.seq]
+		switch {
+		case job != "" && isRejected:
+			rep.violation("command %d (job %s) was rejected as %s", c.seq, job, rej.reason)
+		case job != "":
+			want[job] = true
+			if len(w.Histories[job]) == 0 {
+				rep.violation("command %d maps to job %s, which has no events (promise 7)", c.seq, job)
+			}
+		case !isRejected:
+			rep.violation("command %d is invalid (%s) and has no rejection record (promise 7)", c.seq, reason)
+		case rej.reason != reason:
+			rep.violation("command %d was rejected as %s, want %s", c.seq, rej.reason, reason)
+		case string(rej.payload) != string(c.payload):
+			rep.violation("command %d: its rejection record does not hold its payload byte for byte", c.seq)
+		}
+	}
+	for _, c := range r.cmds {
+		if !ids[c.id] {
+			rep.violation("command %s was acknowledged to the publisher but is not in %s", c.id, snats.CommandStream)
+		}
+	}
+	rep.Commands = len(cmds)
+
+	// Promises 2 to 5, per job, from the log and the provider's books.
+	keyJob := map[string]string{}
+	deadlines := map[string]time.Time{}
+	for job, evs := range w.Histories {
+		if !want[job] {
+			rep.violation("job %s is in the log but no command maps to it", job)
+		}
+		for _, v := range aggregate.Verify(evs) {
+			rep.violation("%s", v)
+		}
+		s := aggregate.Fold(evs)
+		rep.Final[string(s.Status)]++
+		if !s.Status.Terminal() {
+			rep.Lost++
+			rep.violation("job %s is still %s (promise 5)", job, s.Status)
+		}
+		rep.tally(evs)
+		charges := 0
+		for _, a := range s.Attempts {
+			keyJob[a.Key] = job
+			charges += w.Stats.ChargesPerKey[a.Key]
+			if w.Stats.ChargesPerKey[a.Key] > 0 && !a.Deadline.IsZero() {
+				deadlines[a.Key] = a.Deadline
+			}
+		}
+		chargedIDs := func() []string { return r.chargedIDs(ctx, s) }
+		switch {
+		case charges > 1+s.Repurchases:
+			rep.DuplicateCharges++
+			rep.known(ClassifyCharge(evs, w.Stats.ChargesPerKey, chargedIDs),
+				"job %s was charged %d times (promise 2)", job, charges)
+		case s.Status.Terminal() && charges != Accounted(s):
+			rep.UnaccountedCharges++
+			rep.known(ClassifyCharge(evs, w.Stats.ChargesPerKey, chargedIDs),
+				"job %s is %s with %d charges, its log accounts for %d (promise 6)", job, s.Status, charges, Accounted(s))
+		}
+		if n := w.Stats.ChargesPerBody[s.BodySHA256]; n > 1 && charges <= 1 {
+			rep.violation("job %s: its body was charged %d times, under keys it never stored (promise 3)", job, n)
+		}
+	}
+	for key, n := range w.Stats.ChargesPerKey {
+		if keyJob[key] == "" {
+			rep.OrphanCharges++
+			rep.violation("key %s was charged %d times but no job stored it (promise 3)", key, n)
+		}
+	}
+	r.checkLateExecutions(ctx, deadlines)
+	if w.Stats.BodyViolations > 0 {
+		rep.violation("%d requests carried another body under a known key (promise 3)", w.Stats.BodyViolations)
+	}
+	if r.cfg.Faults.EarlyExpiry == 0 && w.Stats.Forgotten > 0 {
+		rep.violation("%d keys were sent again after the provider forgot them: past their window (promise 3)", w.Stats.Forgotten)
+	}
+	rep.Jobs = len(want)
+	rep.sandbox(w.Stats)
+
+	for _, c := range checks {
+		res := c.Check(ctx, w)
+		res.Name = c.Name()
+		rep.Checks = append(rep.Checks, res)
+		for _, v := range res.Violations {
+			rep.violation("%s: %s", c.Name(), v)
+		}
+		if res.Skipped != "" {
+			r.say("check %s skipped: %s", c.Name(), res.Skipped)
+		} else {
+			r.say("check %s: %s", c.Name(), res.Summary)
+		}
+	}
+	return nil
+}
+
+// rejectReason is the rejection an invalid command must get, by the
+// engine's own rules, or "" for a valid one.
+func rejectReason(payload []byte) string {
+	c, err := worker.ParseCommand(payload)
+	var rej *worker.RejectError
+	if errors.As(err, &rej) {
+		return rej.Reason
+	}
+	_, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+	var ve *aggregate.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return ve.Reason()
+	case err != nil:
+		return worker.ReasonMalformed
+	}
+	return ""
+}
+
+// fetchStats reads the sandbox's counters and books.
+func fetchStats(ctx context.Context, base string) (sandbox.Stats, error) {
+	var st sandbox.Stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sandbox/stats", nil)
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("Authorization", "Bearer "+sandbox.DefaultToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("chaos: sandbox stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("chaos: sandbox stats: HTTP %d", resp.StatusCode)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// chargedIDs asks the sandbox's billing ledger for the request ids of the
+// charges of a job's keys.
+func (r *run) chargedIDs(ctx context.Context, s aggregate.State) []string {
+	c, err := serper.New(serper.Config{BaseURL: r.sbURL, Token: sandbox.DefaultToken, Timeout: 10 * time.Second, AllowShortTimeout: true})
+	if err != nil {
+		return nil
+	}
+	defer c.CloseIdleConnections()
+	var keys []string
+	for _, a := range s.Attempts {
+		keys = append(keys, a.Key)
+	}
+	entries, err := c.Ledger(ctx, serper.LedgerQuery{Keys: keys})
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.RequestID)
+	}
+	return ids
+}
+
+// checkLateExecutions holds the provider's ledger against the keys'
+// deadlines (promise 3, from the provider's side): a charged execution
+// that ended later than its key's deadline plus the longest search started
+// after the deadline, so a request of the key left past it.
+func (r *run) checkLateExecutions(ctx context.Context, deadlines map[string]time.Time) {
+	if len(deadlines) == 0 {
+		return
+	}
+	c, err := serper.New(serper.Config{BaseURL: r.sbURL, Token: sandbox.DefaultToken, Timeout: 30 * time.Second, AllowShortTimeout: true})
+	if err != nil {
+		r.rep.violation("ledger: %v", err)
+		return
+	}
+	defer c.CloseIdleConnections()
+	keys := make([]string, 0, len(deadlines))
+	for k := range deadlines {
+		keys = append(keys, k)
+	}
+	entries, err := c.Ledger(ctx, serper.LedgerQuery{Keys: keys})
+	if err != nil {
+		r.rep.violation("ledger: %v", err)
+		return
+	}
+	longest := max(r.cfg.SearchTime, r.cfg.SlowSearchTime) + time.Second
+	for _, e := range entries {
+		if d := deadlines[e.IdempotencyKey]; !d.IsZero() && e.At.After(d.Add(longest)) {
+			r.rep.violation("key %s: its charged execution ended at %s, %s after its deadline: a request left past the deadline (promise 3)",
+				e.IdempotencyKey, e.At.Format(time.RFC3339Nano), e.At.Sub(d).Round(time.Millisecond))
+		}
+	}
+	r.rep.LedgerChecked = len(entries)
+}

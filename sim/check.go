@@ -1,0 +1,172 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/chaos"
+	"github.com/serpent-engine/serpent/events"
+)
+
+// check holds the world against DESIGN section 2, from the log and from
+// the provider's own books, and fills in the report's figures.
+func (w *World) check() {
+	r := w.rep
+	r.SimTime = time.Since(w.start)
+	r.Cmds = len(w.cmds)
+	st := w.sb.Stats()
+	r.Executions, r.Charges, r.SandboxFaults = st.Executions, st.Charges, st.Faults
+	r.BodiesChargedTwice = len(st.BodiesChargedTwice)
+
+	// Promise 7: every command is a job or a recorded rejection; 1: one
+	// observation is one job, however often it is published.
+	jobs := map[string]bool{}
+	var order []string
+	for i, c := range w.cmds {
+		switch {
+		case c.job == "" && c.rejected != c.reason:
+			r.fail("command %d: rejected as %q, want %q", i, c.rejected, c.reason)
+		case c.job == "":
+		case c.rejected != "":
+			r.fail("command %d of job %s was rejected as %s", i, c.job, c.rejected)
+		case !jobs[c.job]:
+			jobs[c.job] = true
+			order = append(order, c.job)
+		}
+	}
+
+	keyJob := map[string]string{}
+	ctx := context.Background()
+	digest := sha256.New()
+	for _, job := range order {
+		evs, _, err := w.store.Load(ctx, job)
+		if err != nil {
+			r.fail("job %s: %v", job, err)
+			continue
+		}
+		if len(evs) == 0 {
+			r.fail("job %s: its command was taken but the job has no events (promise 7)", job)
+			continue
+		}
+		r.Events += len(evs)
+		for _, e := range evs {
+			// Ids, keys and request ids are all drawn from the seed: the
+			// envelope is enough to tell two runs apart.
+			fmt.Fprintf(digest, "%s %s %d %d\n", e.ID, e.Type(), e.Version, e.Time.UnixNano())
+		}
+		if job == w.cfg.Trace {
+			w.traceLog(evs, st.ChargesPerKey)
+		}
+		// Promises 2 to 4, from the log.
+		for _, v := range aggregate.Verify(evs) {
+			r.fail("%s", v)
+		}
+		s := aggregate.Fold(evs)
+		r.Final[s.Status]++
+		if !s.Status.Terminal() { // promise 5
+			r.fail("job %s is still %s (next run %s) at the end; faults stopped %s before",
+				job, s.Status, s.NextRunAt.Sub(w.start), w.cfg.Settle)
+		}
+		w.tally(evs)
+		charges := 0
+		for _, a := range s.Attempts {
+			keyJob[a.Key] = job
+			charges += st.ChargesPerKey[a.Key]
+			// Promise 3, from the provider's side: the engine let every
+			// request of a key go after its claim and before its deadline;
+			// a process pause may hold it a little longer, never past the
+			// provider's window.
+			for _, sd := range w.sends[a.Key] {
+				if a.FirstSend.IsZero() || sd.handed.Before(a.FirstSend) {
+					r.fail("job %s: key %s was sent at %s before it was claimed", job, a.Key, sd.handed.Sub(w.start))
+				}
+				if !a.Deadline.IsZero() && !sd.handed.Before(a.Deadline) {
+					r.fail("job %s: key %s was sent at %s, past its deadline %s", job, a.Key, sd.handed.Sub(w.start), a.Deadline.Sub(w.start))
+				}
+				if late := sd.left.Sub(a.Deadline); !a.Deadline.IsZero() && late > 0 {
+					r.LatePastDeadline = max(r.LatePastDeadline, late)
+					if !sd.left.Before(a.FirstSend.Add(w.cfg.Policy.ReplayWindow.D())) {
+						r.fail("job %s: key %s left at %s (held by a pause), past the provider's window", job, a.Key, sd.left.Sub(w.start))
+					}
+				}
+			}
+		}
+		// Promise 2, from the provider's ledger: at most one charge per
+		// job, and exactly the charge the log accounts for.
+		if charges > 1+s.Repurchases {
+			r.DuplicateCharges++
+			w.knownOrFail(w.classify(evs, s, st.ChargesPerKey), "job %s was charged %d times (%d re-purchases authorised)", job, charges, s.Repurchases)
+		} else if want := chaos.Accounted(s); s.Status.Terminal() && charges != want {
+			w.knownOrFail(w.classify(evs, s, st.ChargesPerKey), "job %s is %s with %d charges, but its log accounts for %d", job, s.Status, charges, want)
+		}
+		if s.Status == aggregate.StatusChargedNoResult {
+			r.ChargedNoResult++
+		}
+		if body := st.ChargesPerBody[s.BodySHA256]; body > 1 && charges <= 1 {
+			r.fail("job %s: its body was charged %d times, %d of them under keys it never stored", job, body, body-charges)
+		}
+	}
+	for key, n := range st.ChargesPerKey {
+		if keyJob[key] == "" {
+			r.fail("key %s was charged %d times but no job stored it (promise 3)", key, n)
+		}
+	}
+	for key := range w.sends {
+		if keyJob[key] == "" {
+			r.fail("key %s was sent but no job stored it (promise 3)", key)
+		}
+	}
+	fmt.Fprintf(digest, "%d %d %d %d %v", st.Requests, st.Executions, st.Charges, r.Steps, st.Faults)
+	r.Digest = hex.EncodeToString(digest.Sum(nil))
+	if st.BodyViolations > 0 {
+		r.fail("%d requests carried another body under a known key (promise 3)", st.BodyViolations)
+	}
+}
+
+// tally counts outcomes, rotations, deadlines and reconciliations.
+func (w *World) tally(evs []events.Event) {
+	r := w.rep
+	for _, e := range evs {
+		switch d := e.Data.(type) {
+		case events.OutcomeClassified:
+			r.Outcomes[d.Class]++
+		case events.KeyRotated:
+			r.Rotations++
+		case events.DeadlineReached:
+			r.Deadlines++
+		case events.Reconciled:
+			r.Reconciles++
+		case events.ObservationStored:
+			r.Outcomes["success"]++
+		case events.JobFailed:
+			if d.Reason == aggregate.ReasonAPIError {
+				r.Outcomes["failure"]++
+			}
+		}
+	}
+}
+
+// traceLog adds a job's log and its keys' requests and charges to the
+// report's trace.
+func (w *World) traceLog(evs []events.Event, charges map[string]int) {
+	r := w.rep
+	r.Trace = append(r.Trace, "log:")
+	for _, e := range evs {
+		data, _ := json.Marshal(e.Data)
+		if len(data) > 400 {
+			data = append(data[:400], "..."...)
+		}
+		r.trace(e.Time.Sub(w.start), "v%d %s %s", e.Version, e.Type(), data)
+	}
+	for _, a := range aggregate.Fold(evs).Attempts {
+		for _, sd := range w.sends[a.Key] {
+			r.trace(sd.left.Sub(w.start), "request of key %s left (handed over at %s)", a.Key, sd.handed.Sub(w.start))
+		}
+		r.Trace = append(r.Trace, fmt.Sprintf("key %s: %d charges", a.Key, charges[a.Key]))
+	}
+}

@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+// command is one message published on serp.cmd.schedule, and what became
+// of it.
+type command struct {
+	payload   []byte
+	publishAt time.Time
+	// job is the job it must become, or reason the rejection it must get.
+	job, reason string
+
+	// What the intake did, guarded by the world's mutex.
+	scheduled string
+	rejected  string
+}
+
+// commands draws the world's commands: one per job, some published again
+// in an equivalent spelling, and malformed ones of every kind. Every job
+// has its own body, so a charge per body is a charge per job.
+func commands(cfg Config, start time.Time) []*command {
+	r := rand.New(rand.NewPCG(cfg.Seed, 0xc0de))
+	at := func() time.Time {
+		return start.Add(time.Duration(r.Int64N(int64(cfg.Spread)))).Truncate(time.Millisecond)
+	}
+	var out []*command
+	for i := range cfg.Jobs {
+		slot := at().Truncate(time.Second)
+		query := fmt.Sprintf("sim %d observation %d", cfg.Seed, i)
+		if r.IntN(20) == 0 {
+			query = sandbox.ZeroResultsPrefix + " " + query
+		}
+		c := aggregate.ScheduleCommand{Slot: slot.Format(time.RFC3339), Query: query, Country: "US",
+			Language: "en", Device: []string{"desktop", "mobile"}[r.IntN(2)], Limit: limits[r.IntN(len(limits))]}
+		payload, _ := json.Marshal(c)
+		job := jobOf(payload)
+		out = append(out, &command{payload: payload, publishAt: at(), job: job})
+		if r.Float64() < cfg.Duplicates {
+			// The same observation in another spelling: another zone,
+			// other spacing and case. It is the same job.
+			c.Slot = slot.In(time.FixedZone("", 3600)).Format(time.RFC3339)
+			c.Query = "  " + strings.ReplaceAll(c.Query, " ", "   ") + " "
+			c.Country, c.Device = strings.ToLower(c.Country), strings.ToUpper(c.Device)
+			again, _ := json.Marshal(c)
+			out = append(out, &command{payload: again, publishAt: at(), job: job})
+		}
+	}
+	for i := range cfg.Malformed {
+		m := malformed[r.IntN(len(malformed))]
+		out = append(out, &command{payload: []byte(m.payload(i)), publishAt: at(), reason: m.reason})
+	}
+	return out
+}
+
+// limits of the jobs' searches: mostly the default, sometimes more pages
+// (a bigger charge, and a bigger result to carry).
+var limits = []int{0, 0, 0, 10, 10, 10, 20, 20, 50, 100}
+
+// malformed are bad commands, each with the rejection it must get.
+var malformed = []struct {
+	reason  string
+	payload func(i int) string
+}{
+	{"invalid_slot", func(i int) string {
+		return fmt.Sprintf(`{"slot":"tomorrow %d","query":"q","country":"US","language":"en","device":"mobile"}`, i)
+	}},
+	{"invalid_country", func(i int) string {
+		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","country":"USA","language":"en","device":"mobile"}`, i)
+	}},
+	{"invalid_device", func(i int) string {
+		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","country":"US","language":"en","device":"tv"}`, i)
+	}},
+	{"invalid_limit", func(i int) string {
+		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","country":"US","language":"en","device":"mobile","limit":500}`, i)
+	}},
+	{"invalid_query", func(i int) string {
+		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:%02dZ","query":"   ","country":"US","language":"en","device":"mobile"}`, i%60)
+	}},
+	{worker.ReasonMalformed, func(i int) string {
+		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","colour":"red"}`, i)
+	}},
+	{worker.ReasonMalformed, func(i int) string { return fmt.Sprintf("<xml>%d</xml>", i) }},
+	{worker.ReasonTooLarge, func(i int) string {
+		return fmt.Sprintf(`{"query":"%d%s"}`, i, strings.Repeat("x", worker.MaxCommandBytes))
+	}},
+}
+
+// jobOf is the job a valid command must become.
+func jobOf(payload []byte) string {
+	c, err := worker.ParseCommand(payload)
+	if err != nil {
+		panic(err)
+	}
+	s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+	if err != nil {
+		panic(err)
+	}
+	return s.JobID
+}
