@@ -155,9 +155,10 @@ func TestPending(t *testing.T) {
 		{"lease ended long ago", sending, t0.Add(lease + time.Hour), "",
 			"sending, lease of w1 ended at 2026-12-02T14:02:00Z, over 15m0s ago, and no worker took it"},
 		{"backing off", retrying, retrying.Now, "retrying, waiting until " + retrying.S.NextRunAt.Format(time.RFC3339), ""},
-		{"reconciling", reconciling, reconciling.Now.Add(time.Minute), "reconciling since 2026-12-02T14:00:01Z", ""},
+		{"reconciling, while the last search may run", reconciling, reconciling.Now.Add(time.Minute), "reconciling, waiting until 2026-12-02T14:02:00Z", ""},
+		{"reconciling", reconciling, reconciling.Now.Add(lease + time.Minute), "reconciling since 2026-12-02T14:02:00Z", ""},
 		{"reconciling for an hour", reconciling, reconciling.Now.Add(time.Hour), "",
-			"reconciling since 2026-12-02T14:00:01Z, over 15m0s ago"},
+			"reconciling since 2026-12-02T14:02:00Z, over 15m0s ago"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -163,7 +163,12 @@ func Pending(s aggregate.State, now time.Time, stuckAfter time.Duration) (pendin
 	case aggregate.StepWait:
 		return fmt.Sprintf("%s, waiting until %s", s.Status, stamp(n.At)), ""
 	case aggregate.StepReconcile:
+		// A reconciling job may ask the ledger once its last search must
+		// have ended; it is late from then on.
 		since := s.UpdatedAt
+		if settled := s.Settled(); settled.After(since) {
+			since = settled
+		}
 		if now.Sub(since) <= stuckAfter {
 			return fmt.Sprintf("reconciling since %s", stamp(since)), ""
 		}
