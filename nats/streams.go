@@ -50,6 +50,9 @@ func CommandStreamConfig(o StreamOptions) jetstream.StreamConfig {
 		Subjects: []string{CommandSubjects}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
 		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+		// Upstream publishers with many commands at once can send them as
+		// one atomic batch: one disk flush instead of one per command.
+		AllowAtomicPublish: true,
 	}
 }
 

@@ -33,7 +33,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	transport := cfg.Transport
 	if transport == nil {
-		transport = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Every request goes to one host, many at once: keep their
+		// connections for reuse instead of the default two per host, which
+		// would open and close a connection for nearly every search.
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 1024
+		transport = t
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	return &Client{

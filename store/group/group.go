@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
@@ -36,6 +37,10 @@ type Options struct {
 	// Linger is how long a commit waits for more appends after the first;
 	// default 0: take what has gathered while the last commit ran.
 	Linger time.Duration
+	// Parallel is how many commits may be in flight at once; default 2. A
+	// job's appends are never in two of them at the same time, so they are
+	// checked in order.
+	Parallel int
 	// Timeout bounds one group commit; default 30 s. An append whose
 	// commit times out gets store.ErrUnknownOutcome.
 	Timeout time.Duration
@@ -52,6 +57,11 @@ type Committer struct {
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
+
+	mu     sync.RWMutex // held to read closed while queueing; to set it
+	closed bool
+
+	waiting atomic.Int64 // appends queued and not yet in a commit
 }
 
 type request struct {
@@ -66,6 +76,9 @@ var ErrClosed = errors.New("group: committer is closed")
 func New(inner Store, opts Options) *Committer {
 	if opts.MaxMessages <= 0 {
 		opts.MaxMessages = 1000
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 2
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -116,13 +129,18 @@ func (c *Committer) AppendMany(ctx context.Context, appends []store.Append) []st
 }
 
 func (c *Committer) enqueue(ctx context.Context, a store.Append) (*request, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
 	r := &request{append: a, result: make(chan store.Result, 1)}
+	c.waiting.Add(1)
 	select {
 	case c.queue <- r:
 		return r, nil
-	case <-c.stop:
-		return nil, ErrClosed
 	case <-ctx.Done():
+		c.waiting.Add(-1)
 		return nil, ctx.Err() // not queued: nothing was written
 	}
 }
@@ -136,61 +154,111 @@ func (c *Committer) wait(ctx context.Context, r *request) store.Result {
 	}
 }
 
-// Queued is the number of appends waiting for the next commit.
-func (c *Committer) Queued() int { return len(c.queue) }
+// Queued is the number of appends waiting for a commit.
+func (c *Committer) Queued() int { return int(c.waiting.Load()) }
 
 // Close stops taking appends, commits what is queued and returns once the
 // last commit is done.
 func (c *Committer) Close() {
-	c.once.Do(func() { close(c.stop) })
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.stop)
+	})
 	<-c.done
 }
 
 func (c *Committer) run() {
 	defer close(c.done)
+	var (
+		pending  []*request         // queued, in order
+		inflight = map[string]int{} // jobs with an append being committed
+		running  int
+		finished = make(chan []*request, c.opts.Parallel)
+		stop     = c.stop
+	)
 	for {
-		var first *request
-		select {
-		case first = <-c.queue:
-		case <-c.stop:
-			c.drain()
+		// Start commits while there is room and something that may go.
+		for running < c.opts.Parallel && len(pending) > 0 {
+			batch, rest := c.pick(pending, inflight)
+			if len(batch) == 0 {
+				break
+			}
+			pending = rest
+			c.waiting.Add(-int64(len(batch)))
+			for _, r := range batch {
+				inflight[r.append.JobID]++
+			}
+			running++
+			go func() { c.commit(batch); finished <- batch }()
+		}
+		if stop == nil && running == 0 && len(pending) == 0 && len(c.queue) == 0 {
 			return
 		}
-		c.commit(c.gather(first))
+		select {
+		case r := <-c.queue:
+			pending = c.collect(append(pending, r), running < c.opts.Parallel)
+		case batch := <-finished:
+			running--
+			for _, r := range batch {
+				if inflight[r.append.JobID]--; inflight[r.append.JobID] == 0 {
+					delete(inflight, r.append.JobID)
+				}
+			}
+		case <-stop:
+			stop = nil // a nil channel is never ready: finish what is queued, then return
+		}
 	}
 }
 
-// gather takes the first request and whatever else waits, up to the
-// message bound, lingering if asked to.
-func (c *Committer) gather(first *request) []*request {
-	batch := []*request{first}
-	msgs := len(first.append.Events)
-	var linger <-chan time.Time
-	if c.opts.Linger > 0 {
-		t := time.NewTimer(c.opts.Linger)
-		defer t.Stop()
-		linger = t.C
-	}
-	for msgs < c.opts.MaxMessages {
+// collect takes whatever else waits without blocking, so a commit carries
+// everything that gathered, and lingers if asked to and a commit may start.
+func (c *Committer) collect(pending []*request, mayStart bool) []*request {
+	for len(pending) < 4*c.opts.MaxMessages {
 		select {
 		case r := <-c.queue:
-			batch = append(batch, r)
-			msgs += len(r.append.Events)
+			pending = append(pending, r)
 			continue
 		default:
 		}
-		if linger == nil {
-			break
-		}
+		break
+	}
+	if c.opts.Linger <= 0 || !mayStart {
+		return pending
+	}
+	t := time.NewTimer(c.opts.Linger)
+	defer t.Stop()
+	for len(pending) < 4*c.opts.MaxMessages {
 		select {
 		case r := <-c.queue:
-			batch = append(batch, r)
-			msgs += len(r.append.Events)
-		case <-linger:
-			linger = nil
+			pending = append(pending, r)
+		case <-t.C:
+			return pending
 		}
 	}
-	return batch
+	return pending
+}
+
+// pick takes, in order, the pending appends that may go in the next
+// commit, up to the message bound. An append of a job that is being
+// committed now waits, and so do that job's later appends: a job's appends
+// are checked in the order they came.
+func (c *Committer) pick(pending []*request, inflight map[string]int) (batch, rest []*request) {
+	msgs := 0
+	blocked := map[string]bool{}
+	for _, r := range pending {
+		job := r.append.JobID
+		n := len(r.append.Events)
+		if inflight[job] > 0 || blocked[job] || (msgs > 0 && msgs+n > c.opts.MaxMessages) {
+			blocked[job] = true
+			rest = append(rest, r)
+			continue
+		}
+		batch = append(batch, r)
+		msgs += n
+	}
+	return batch, rest
 }
 
 func (c *Committer) commit(batch []*request) {
@@ -213,17 +281,5 @@ func (c *Committer) commit(batch []*request) {
 	}
 	if c.opts.OnCommit != nil {
 		c.opts.OnCommit(len(batch), msgs, took)
-	}
-}
-
-// drain commits what was queued before Close.
-func (c *Committer) drain() {
-	for {
-		select {
-		case r := <-c.queue:
-			c.commit(c.gather(r))
-		default:
-			return
-		}
 	}
 }

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+)
+
+// benchE2E is one end-to-end phase: commands in, every job finished.
+type benchE2E struct {
+	Jobs       int                      `json:"jobs"`
+	Seconds    float64                  `json:"seconds"`
+	JobsPerSec float64                  `json:"jobs_per_sec"`
+	Finished   map[aggregate.Status]int `json:"finished"`
+	// Durable writes per job, by stream: events, timers and due jobs.
+	EventsPerJob float64 `json:"events_per_job"`
+	WorkPerJob   float64 `json:"work_per_job"`
+	WritesPerJob float64 `json:"writes_per_job"`
+}
+
+// benchEndToEnd publishes jobs schedule commands the way a busy upstream
+// system would (atomic batches of 100) and waits until every job is
+// finished, counting terminal events as they are stored.
+func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jobs int, prog progressFunc) (benchE2E, error) {
+	r := benchE2E{Jobs: jobs, Finished: map[aggregate.Status]int{}}
+	evBefore, err := lastSeq(ctx, js, snats.EventStream)
+	if err != nil {
+		return r, err
+	}
+	workBefore, err := lastSeq(ctx, js, snats.WorkStream)
+	if err != nil {
+		return r, err
+	}
+	cons, err := js.OrderedConsumer(ctx, snats.EventStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{snats.EventSubjectPrefix + ">"},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: evBefore + 1,
+	})
+	if err != nil {
+		return r, err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return r, err
+	}
+	defer it.Stop()
+
+	stamp := time.Now().UnixNano()
+	start := time.Now()
+	pubErr := make(chan error, 1)
+	go func() {
+		for i := 0; i < jobs; i += 100 {
+			msgs := make([]*natsgo.Msg, 0, 100)
+			for j := i; j < min(i+100, jobs); j++ {
+				msgs = append(msgs, &natsgo.Msg{Subject: snats.ScheduleSubject, Data: []byte(fmt.Sprintf(
+					`{"slot":"2026-01-01T00:00:00Z","query":"bench %s %d %d","country":"US","language":"en","device":"desktop"}`,
+					label, stamp, j))})
+			}
+			if _, err := jetstreamext.PublishMsgBatch(ctx, js, msgs); err != nil {
+				pubErr <- err
+				return
+			}
+		}
+		pubErr <- nil
+	}()
+
+	done := map[string]bool{}
+	timeout := time.AfterFunc(10*time.Minute, it.Stop)
+	defer timeout.Stop()
+	for len(done) < jobs {
+		msg, err := it.Next()
+		if err != nil {
+			return r, fmt.Errorf("bench %s: %d of %d jobs finished: %w", label, len(done), jobs, err)
+		}
+		status := terminalStatus(msg)
+		if status == "" {
+			continue
+		}
+		ev, _ := events.Decode(msg.Data())
+		if !done[ev.JobID] {
+			done[ev.JobID] = true
+			r.Finished[status]++
+			prog("end to end: "+label, len(done), jobs)
+		}
+	}
+	took := time.Since(start)
+	if err := <-pubErr; err != nil {
+		return r, fmt.Errorf("bench %s: publishing commands: %w", label, err)
+	}
+	evAfter, err := lastSeq(ctx, js, snats.EventStream)
+	if err != nil {
+		return r, err
+	}
+	workAfter, err := lastSeq(ctx, js, snats.WorkStream)
+	if err != nil {
+		return r, err
+	}
+	r.Seconds = round2(took.Seconds())
+	r.JobsPerSec = perSec(jobs, took)
+	r.EventsPerJob = round2(float64(evAfter-evBefore) / float64(jobs))
+	r.WorkPerJob = round2(float64(workAfter-workBefore) / float64(jobs))
+	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + 1) // + the command itself
+	return r, nil
+}
+
+// terminalStatus reads the status an event ends its job in, or "".
+func terminalStatus(msg jetstream.Msg) aggregate.Status {
+	switch msg.Headers().Get(events.HeaderType) {
+	case events.TypeObservationStored:
+		return aggregate.StatusSucceeded
+	case events.TypeJobFailed:
+		return aggregate.StatusFailed
+	case events.TypeJobCancelled:
+		return aggregate.StatusCancelled
+	case events.TypeReconciled:
+		if ev, err := events.Decode(msg.Data()); err == nil && ev.Data.(events.Reconciled).Verdict == aggregate.VerdictCharged {
+			return aggregate.StatusChargedNoResult
+		}
+	}
+	return ""
+}
+
+func lastSeq(ctx context.Context, js jetstream.JetStream, stream string) (uint64, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+)
+
+// benchRaw is the ceiling: what the server does with bare messages.
+type benchRaw struct {
+	Messages     int     `json:"messages"`
+	PayloadBytes int     `json:"payload_bytes"`
+	SinglePerSec float64 `json:"single_per_sec"`
+	Batch100Sec  float64 `json:"batch100_per_sec"`
+}
+
+func benchConnect(url string) (*natsgo.Conn, jetstream.JetStream, error) {
+	nc, err := natsgo.Connect(url, natsgo.Name("serpent bench"))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// benchRawPublish measures one-at-a-time durable publishes and atomic
+// batches of 100 on a scratch stream of the same server.
+func benchRawPublish(ctx context.Context, js jetstream.JetStream, n, size int, prog progressFunc) (benchRaw, error) {
+	const stream = "SERPENT_BENCH"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"serpent.bench.>"},
+		Storage: jetstream.FileStorage, AllowAtomicPublish: true}); err != nil {
+		return benchRaw{}, fmt.Errorf("bench: %w", err)
+	}
+	defer js.DeleteStream(context.WithoutCancel(ctx), stream)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = 'a' + byte(i%26)
+	}
+	r := benchRaw{Messages: n, PayloadBytes: size}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := js.Publish(ctx, fmt.Sprintf("serpent.bench.single.%d", i), data); err != nil {
+			return r, fmt.Errorf("bench: raw publish: %w", err)
+		}
+		prog("raw: one at a time", i+1, n)
+	}
+	r.SinglePerSec = perSec(n, time.Since(start))
+	start = time.Now()
+	for i := 0; i < n; i += 100 {
+		msgs := make([]*natsgo.Msg, 0, 100)
+		for j := i; j < min(i+100, n); j++ {
+			msgs = append(msgs, &natsgo.Msg{Subject: fmt.Sprintf("serpent.bench.batch.%d", j), Data: data})
+		}
+		if _, err := jetstreamext.PublishMsgBatch(ctx, js, msgs); err != nil {
+			return r, fmt.Errorf("bench: raw batch: %w", err)
+		}
+		prog("raw: batches of 100", min(i+100, n), n)
+	}
+	r.Batch100Sec = perSec(n, time.Since(start))
+	return r, nil
+}
+
+func perSec(n int, d time.Duration) float64 { return round2(float64(n) / d.Seconds()) }
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
