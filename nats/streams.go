@@ -28,9 +28,20 @@ const (
 	TimerSubjectPrefix = "serp.timer."
 	WorkSubjectPrefix  = "serp.work."
 
+	// Recurring schedules: their timers fire serp.sched.due.<id>, and
+	// operators create, pause, resume and delete them with commands on
+	// serp.cmd.schedules.<op>. Their definitions and state are in the KV
+	// bucket serp_schedules.
+	ScheduleTimerPrefix   = "serp.sched.timer."
+	ScheduleDuePrefix     = "serp.sched.due."
+	ScheduleAdminSubjects = "serp.cmd.schedules.>"
+	SchedulesBucket       = "serp_schedules"
+
 	// Durable consumers of the engine.
-	IntakeConsumer = "serpent-intake"
-	WorkConsumer   = "serpent-workers"
+	IntakeConsumer        = "serpent-intake"
+	WorkConsumer          = "serpent-workers"
+	ScheduleConsumer      = "serpent-schedules"
+	ScheduleAdminConsumer = "serpent-schedule-admin"
 )
 
 // StreamOptions configure the engine's streams.
@@ -67,11 +78,13 @@ func RejectStreamConfig(o StreamOptions) jetstream.StreamConfig {
 }
 
 // WorkStreamConfig is SERP_WORK: one timer and at most one due message per
-// job (a newer one replaces the older), removed once a worker acknowledges.
+// job or recurring schedule (a newer one replaces the older), removed once a
+// worker acknowledges.
 func WorkStreamConfig(o StreamOptions) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name: WorkStream, Description: "serpent: job timers and due jobs",
-		Subjects: []string{TimerSubjectPrefix + ">", WorkSubjectPrefix + ">"}, Storage: jetstream.FileStorage,
+		Name: WorkStream, Description: "serpent: job and schedule timers, due jobs and schedules",
+		Subjects:  []string{TimerSubjectPrefix + ">", WorkSubjectPrefix + ">", ScheduleTimerPrefix + "*", ScheduleDuePrefix + "*"},
+		Storage:   jetstream.FileStorage,
 		Retention: jetstream.WorkQueuePolicy, Discard: jetstream.DiscardOld,
 		MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: 1,
 		Replicas: max(o.Replicas, 1), AllowDirect: true, AllowMsgSchedules: true,
@@ -102,6 +115,17 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		{WorkStream, jetstream.ConsumerConfig{Durable: WorkConsumer, Description: "serpent: due jobs for the workers",
 			FilterSubject: WorkSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 			MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+		{WorkStream, jetstream.ConsumerConfig{Durable: ScheduleConsumer, Description: "serpent: recurring schedules whose slot came",
+			FilterSubject: ScheduleDuePrefix + "*", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			MaxDeliver: -1, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+		{CommandStream, jetstream.ConsumerConfig{Durable: ScheduleAdminConsumer, Description: "serpent: commands on recurring schedules",
+			FilterSubject: ScheduleAdminSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			MaxDeliver: -1, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SchedulesBucket,
+		Description: "serpent: recurring schedules, their definitions and state", History: 1,
+		Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)}); err != nil {
+		return fmt.Errorf("nats: bucket %s: %w", SchedulesBucket, err)
 	}
 	for _, c := range consumers {
 		if _, err := js.CreateOrUpdateConsumer(ctx, c.stream, c.cfg); err != nil {

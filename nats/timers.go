@@ -29,18 +29,40 @@ func NewTimers(js jetstream.JetStream, now func() time.Time) *Timers {
 
 // Arm wakes the job at the given time (or now, if it has passed).
 func (t *Timers) Arm(ctx context.Context, jobID string, at time.Time) error {
+	return t.arm(ctx, "job", jobID, TimerSubjectPrefix, WorkSubjectPrefix, at)
+}
+
+// ArmSchedule wakes a recurring schedule at its next slot.
+func (t *Timers) ArmSchedule(ctx context.Context, id string, at time.Time) error {
+	return t.arm(ctx, "schedule", id, ScheduleTimerPrefix, ScheduleDuePrefix, at)
+}
+
+// DisarmSchedule removes a recurring schedule's timer and pending wake-up.
+func (t *Timers) DisarmSchedule(ctx context.Context, id string) error {
+	s, err := t.js.Stream(ctx, WorkStream)
+	if err != nil {
+		return err
+	}
+	for _, subj := range []string{ScheduleTimerPrefix + id, ScheduleDuePrefix + id} {
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return fmt.Errorf("nats: disarm schedule %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (t *Timers) arm(ctx context.Context, kind, id, timerPrefix, duePrefix string, at time.Time) error {
 	if !at.After(t.now()) {
-		_, err := t.js.Publish(ctx, WorkSubjectPrefix+jobID, nil)
-		if err != nil {
-			return fmt.Errorf("nats: wake job %s: %w", jobID, err)
+		if _, err := t.js.Publish(ctx, duePrefix+id, nil); err != nil {
+			return fmt.Errorf("nats: wake %s %s: %w", kind, id, err)
 		}
 		return nil
 	}
-	m := natsgo.NewMsg(TimerSubjectPrefix + jobID)
+	m := natsgo.NewMsg(timerPrefix + id)
 	m.Header.Set("Nats-Schedule", "@at "+at.UTC().Format(time.RFC3339Nano))
-	m.Header.Set("Nats-Schedule-Target", WorkSubjectPrefix+jobID)
+	m.Header.Set("Nats-Schedule-Target", duePrefix+id)
 	if _, err := t.js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("nats: arm timer of job %s for %s: %w", jobID, at.UTC().Format(time.RFC3339), err)
+		return fmt.Errorf("nats: arm timer of %s %s for %s: %w", kind, id, at.UTC().Format(time.RFC3339), err)
 	}
 	return nil
 }

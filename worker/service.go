@@ -143,9 +143,16 @@ func respondError(r micro.Request, err error) {
 	body := ServiceError{Error: err.Error()}
 	code := "500"
 	var rej *RejectError
+	var se *ScheduleError
 	switch {
 	case errors.As(err, &rej):
 		code, body.Reason, body.Fields = "400", rej.Reason, rej.Fields
+	case errors.As(err, &se):
+		code, body.Reason = "400", se.Reason
+	case errors.Is(err, ErrScheduleExists):
+		code, body.Reason = "409", "schedule_exists"
+	case errors.Is(err, ErrNoSchedule):
+		code, body.Reason = "404", "no_such_schedule"
 	case errors.Is(err, errBadRequest), errors.Is(err, aggregate.ErrInvalidInput):
 		code = "400"
 	case errors.Is(err, aggregate.ErrNoJob):
@@ -162,4 +169,33 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// AddScheduleEndpoints offers recurring schedules on the service:
+// serpent.schedules.create (a definition), .list, .get, .pause, .resume and
+// .delete (an id).
+func AddScheduleEndpoints(ctx context.Context, svc micro.Service, s *Schedules) error {
+	g := svc.AddGroup(ServicePrefix + ".schedules")
+	for _, op := range []struct{ name, doc string }{
+		{"create", "a schedule definition (JSON); answers the stored schedule"},
+		{"list", "answers every schedule"},
+		{"get", "a schedule id; answers its definition, state and recent slots"},
+		{"pause", "a schedule id; stops it firing (missed slots are skipped)"},
+		{"resume", "a schedule id; lets it fire again from its next slot"},
+		{"delete", "a schedule id; removes it (its jobs stay)"},
+	} {
+		h := func(ctx context.Context, r micro.Request) {
+			out, err := s.ScheduleOp(ctx, op.name, r.Data())
+			if err != nil {
+				respondError(r, err)
+				return
+			}
+			_ = r.RespondJSON(out)
+		}
+		if err := g.AddEndpoint(op.name, micro.ContextHandler(ctx, h),
+			micro.WithEndpointMetadata(map[string]string{"description": op.doc})); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -88,16 +88,24 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		cleanup = append(cleanup, c.Close)
 		events = c
 	}
-	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: snats.NewTimers(js, nil),
+	timers := snats.NewTimers(js, nil)
+	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: timers,
 		Policy: f.policy, Table: table, Logger: log})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	schedules, err := worker.NewSchedules(ctx, js, timers, nil, log)
+	if err != nil {
+		return err
 	}
 	svc, err := eng.Service(ctx, nc)
 	if err != nil {
 		return fmt.Errorf("micro service: %w", err)
 	}
 	cleanup = append(cleanup, func() { _ = svc.Stop() })
+	if err := worker.AddScheduleEndpoints(ctx, svc, schedules); err != nil {
+		return fmt.Errorf("micro service: %w", err)
+	}
 	if f.httpAddr != "" {
 		addr, stop, err := serveHealth(f.httpAddr, nc, log)
 		if err != nil {
@@ -111,6 +119,14 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	work, err := snats.Consumer(ctx, js, snats.WorkStream, snats.WorkConsumer)
+	if err != nil {
+		return err
+	}
+	firing, err := snats.Consumer(ctx, js, snats.WorkStream, snats.ScheduleConsumer)
+	if err != nil {
+		return err
+	}
+	scheduleCmds, err := snats.Consumer(ctx, js, snats.CommandStream, snats.ScheduleAdminConsumer)
 	if err != nil {
 		return err
 	}
@@ -136,6 +152,9 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		defer wg.Done()
 		f.sweep(ctx, eng, js, log)
 	}()
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = eng.RunFiring(ctx, schedules, firing) }()
+	go func() { defer wg.Done(); _ = eng.RunScheduleCommands(ctx, schedules, js, scheduleCmds) }()
 	if proj != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = proj.Run(ctx) }()

@@ -8,6 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// Time zones of recurring schedules resolve on machines without a
+	// zoneinfo database too.
+	_ "time/tzdata"
 )
 
 func main() {

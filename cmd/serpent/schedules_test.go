@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSchedulesCommand: recurring schedules from the shell, and by command
+// on serp.cmd.schedules.<op> as an upstream system would.
+func TestSchedulesCommand(t *testing.T) {
+	r := startEngine(t, nil, "--data", filepath.Join(t.TempDir(), "data"), "--nats-listen", "127.0.0.1:0",
+		"--http", "", "--log-level", "warn")
+	_, js := natstest.Connect(t, r.natsURL)
+	ctx := context.Background()
+
+	_, err := cli(t, r.natsURL, "schedules", "create", "--id", "espresso", "--schedule", "@every 1s",
+		"--query", "espresso scale", "--device", "mobile")
+	require.NoError(t, err)
+	_, err = cli(t, r.natsURL, "schedules", "create", "--id", "bad", "--schedule", "0 25 * * *", "--query", "q")
+	require.ErrorContains(t, err, "hour field")
+	_, err = cli(t, r.natsURL, "schedules", "create", "--id", "twin", "--schedule", "@hourly", "--query", "espresso scale", "--device", "mobile")
+	require.ErrorContains(t, err, `same observations as schedule "espresso"`)
+	_, err = cli(t, r.natsURL, "schedules", "create", "--id", "berlin", "--schedule", "@daily", "--time-zone", "Berlin/Mitte", "--query", "q")
+	require.ErrorContains(t, err, "unknown time zone")
+
+	out, err := cli(t, r.natsURL, "schedules", "list")
+	require.NoError(t, err)
+	require.Contains(t, out, "espresso")
+	require.Contains(t, out, "active")
+
+	// It fires; show lists the slots' jobs and their states.
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		out, err := cli(t, r.natsURL, "schedules", "show", "espresso", "-o", "json")
+		if err != nil {
+			return err
+		}
+		var v struct {
+			Jobs []struct{ Status string } `json:"jobs"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			return err
+		}
+		if len(v.Jobs) < 2 || v.Jobs[0].Status != "succeeded" {
+			return fmt.Errorf("jobs so far: %+v", v.Jobs)
+		}
+		return nil
+	})
+	out, err = cli(t, r.natsURL, "schedules", "show", "espresso")
+	require.NoError(t, err)
+	require.Contains(t, out, "succeeded")
+
+	out, err = cli(t, r.natsURL, "schedules", "pause", "espresso")
+	require.NoError(t, err)
+	require.Contains(t, out, "paused")
+	_, err = cli(t, r.natsURL, "schedules", "resume", "espresso")
+	require.NoError(t, err)
+	_, err = cli(t, r.natsURL, "schedules", "delete", "espresso")
+	require.NoError(t, err)
+	_, err = cli(t, r.natsURL, "schedules", "show", "espresso")
+	require.ErrorContains(t, err, "no such schedule")
+
+	// The same by command: a good one is carried out, a bad one recorded.
+	_, err = js.Publish(ctx, "serp.cmd.schedules.create", []byte(`{"id":"grinder","schedule":"@daily","query":"grinder","country":"DE","language":"de","device":"desktop"}`))
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, "serp.cmd.schedules.create", []byte(`{"id":"nope","schedule":"every day","query":"q","country":"DE","language":"de","device":"desktop"}`))
+	require.NoError(t, err)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		out, err := cli(t, r.natsURL, "schedules", "list")
+		if err != nil || !strings.Contains(out, "grinder") {
+			return fmt.Errorf("not created yet: %v %s", err, out)
+		}
+		rej, err := js.Stream(ctx, snats.RejectStream)
+		if err != nil {
+			return err
+		}
+		m, err := rej.GetLastMsgForSubject(ctx, "serp.rejected.invalid_schedule")
+		if err != nil {
+			return err
+		}
+		require.Contains(t, m.Header.Get(worker.HeaderRejectError), "5 fields")
+		require.Contains(t, string(m.Data), `"id":"nope"`)
+		return nil
+	})
+}

@@ -1,0 +1,266 @@
+package recurring
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Spec is a parsed schedule expression: a cron expression or an interval.
+// Next gives the slots; they are what the expression names, exactly, so
+// every engine that computes them agrees.
+type Spec interface {
+	// Next returns the first slot strictly after t, or the zero time if
+	// there is none within five years.
+	Next(t time.Time) time.Time
+	// String is the expression as written.
+	String() string
+}
+
+// Parse reads a schedule expression:
+//
+//   - "@every <duration>" (at least 1s): slots every duration, counted from
+//     anchor;
+//   - "@yearly", "@annually", "@monthly", "@weekly", "@daily",
+//     "@midnight", "@hourly";
+//   - a cron expression of 5 fields (minute hour day-of-month month
+//     day-of-week) or 6 with seconds first, each field "*", a value, a
+//     range "a-b", a step "*/n" or "a-b/n", or a list of those; months
+//     and weekdays may be names (JAN, MON); "?" means "*" in the day
+//     fields. When both day fields are restricted a day matches if either
+//     does, as in Vixie cron.
+//
+// Cron slots are computed in loc (UTC if nil); a wall time that a daylight
+// saving change skips is not a slot, one it repeats is a slot once.
+func Parse(expr string, loc *time.Location, anchor time.Time) (Spec, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	e := strings.TrimSpace(expr)
+	if rest, ok := strings.CutPrefix(e, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, fmt.Errorf("schedule %q: %v", expr, err)
+		}
+		if d < time.Second {
+			return nil, fmt.Errorf("schedule %q: the interval must be at least 1s", expr)
+		}
+		if anchor.IsZero() {
+			return nil, fmt.Errorf("schedule %q: an interval needs a start time to count from", expr)
+		}
+		return every{d: d, anchor: anchor.Truncate(time.Second), expr: e}, nil
+	}
+	if d, ok := descriptors[strings.ToLower(e)]; ok {
+		e = d
+	}
+	fields := strings.Fields(e)
+	switch len(fields) {
+	case 5:
+		fields = append([]string{"0"}, fields...)
+	case 6:
+	default:
+		return nil, fmt.Errorf("schedule %q: a cron expression has 5 fields (or 6 with seconds first), this has %d", expr, len(fields))
+	}
+	c := cron{loc: loc, expr: strings.TrimSpace(expr)}
+	var errs []error
+	for i, f := range fields {
+		set, star, err := parseField(f, cronFields[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s field %q: %w", cronFields[i].name, f, err))
+		}
+		c.sets[i], c.star[i] = set, star
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", expr, err)
+	}
+	return c, nil
+}
+
+var descriptors = map[string]string{
+	"@yearly": "0 0 0 1 1 *", "@annually": "0 0 0 1 1 *", "@monthly": "0 0 0 1 * *",
+	"@weekly": "0 0 0 * * 0", "@daily": "0 0 0 * * *", "@midnight": "0 0 0 * * *", "@hourly": "0 0 * * * *",
+}
+
+type fieldDef struct {
+	name     string
+	min, max int
+	names    map[string]int
+}
+
+var cronFields = [6]fieldDef{
+	{name: "second", min: 0, max: 59},
+	{name: "minute", min: 0, max: 59},
+	{name: "hour", min: 0, max: 23},
+	{name: "day-of-month", min: 1, max: 31},
+	{name: "month", min: 1, max: 12, names: map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+		"jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}},
+	{name: "day-of-week", min: 0, max: 7, names: map[string]int{"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}},
+}
+
+// parseField returns the set of values a field allows (a bit per value)
+// and whether it was unrestricted.
+func parseField(f string, def fieldDef) (uint64, bool, error) {
+	if f == "*" || (f == "?" && (def.name == "day-of-month" || def.name == "day-of-week")) {
+		return span(def.min, def.max, 1), true, nil
+	}
+	var set uint64
+	for _, part := range strings.Split(f, ",") {
+		rng, stepStr, hasStep := strings.Cut(part, "/")
+		step := 1
+		if hasStep {
+			n, err := strconv.Atoi(stepStr)
+			if err != nil || n < 1 {
+				return 0, false, fmt.Errorf("step %q is not a positive number", stepStr)
+			}
+			step = n
+		}
+		lo, hi := def.min, def.max
+		switch {
+		case rng == "*":
+		case strings.Contains(rng, "-"):
+			a, b, _ := strings.Cut(rng, "-")
+			var err error
+			if lo, err = value(a, def); err != nil {
+				return 0, false, err
+			}
+			if hi, err = value(b, def); err != nil {
+				return 0, false, err
+			}
+			if lo > hi {
+				return 0, false, fmt.Errorf("range %q runs backwards", rng)
+			}
+		default:
+			v, err := value(rng, def)
+			if err != nil {
+				return 0, false, err
+			}
+			lo = v
+			if !hasStep {
+				hi = v
+			}
+		}
+		set |= span(lo, hi, step)
+	}
+	if def.name == "day-of-week" && set&(1<<7) != 0 {
+		set = set&^(1<<7) | 1 // 7 is Sunday too
+	}
+	return set, false, nil
+}
+
+func value(s string, def fieldDef) (int, error) {
+	if v, ok := def.names[strings.ToLower(s)]; ok {
+		return v, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if v < def.min || v > def.max {
+		return 0, fmt.Errorf("%d is outside %d-%d", v, def.min, def.max)
+	}
+	return v, nil
+}
+
+func span(lo, hi, step int) uint64 {
+	var s uint64
+	for v := lo; v <= hi; v += step {
+		s |= 1 << uint(v)
+	}
+	return s
+}
+
+type cron struct {
+	sets [6]uint64
+	star [6]bool
+	loc  *time.Location
+	expr string
+}
+
+func (c cron) String() string { return c.expr }
+
+func (c cron) has(field, v int) bool { return c.sets[field]&(1<<uint(v)) != 0 }
+
+// dayMatches applies the day-of-month / day-of-week rule.
+func (c cron) dayMatches(t time.Time) bool {
+	dom, dow := c.has(3, t.Day()), c.has(5, int(t.Weekday()))
+	switch {
+	case c.star[3] && c.star[5]:
+		return true
+	case c.star[3]:
+		return dow
+	case c.star[5]:
+		return dom
+	}
+	return dom || dow
+}
+
+// Next walks forward field by field (month, day, hour, minute, second) in
+// the schedule's time zone, as robfig/cron does, up to five years ahead.
+func (c cron) Next(after time.Time) time.Time {
+	t := after.In(c.loc).Truncate(time.Second).Add(time.Second)
+	limit := t.AddDate(5, 0, 0)
+	for t.Before(limit) {
+		if !c.has(4, int(t.Month())) {
+			t = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, c.loc)
+			continue
+		}
+		if !c.dayMatches(t) {
+			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, c.loc)
+			continue
+		}
+		if !c.has(2, t.Hour()) {
+			t = firstOf(time.Date(t.Year(), t.Month(), t.Day(), t.Hour()+1, 0, 0, 0, c.loc))
+			continue
+		}
+		if !c.has(1, t.Minute()) {
+			t = t.Truncate(time.Minute).Add(time.Minute)
+			continue
+		}
+		if !c.has(0, t.Second()) {
+			t = t.Add(time.Second)
+			continue
+		}
+		// time.Date moves a wall time that a daylight saving change skips
+		// into the next hour, where the checks above see it afresh: a
+		// skipped wall time is never a slot. A wall time the change
+		// repeats is a slot the first time only.
+		if e := t.Add(-time.Hour); sameWallClock(e, t) {
+			t = t.Add(time.Second)
+			continue
+		}
+		return t
+	}
+	return time.Time{}
+}
+
+// firstOf returns the earlier of the two instants a wall time names when a
+// daylight saving change repeats an hour, so a repeated hour's slots come
+// in its first pass and only then.
+func firstOf(t time.Time) time.Time {
+	if e := t.Add(-time.Hour); e.Hour() == t.Hour() && e.Day() == t.Day() {
+		return e
+	}
+	return t
+}
+
+func sameWallClock(a, b time.Time) bool {
+	return a.Day() == b.Day() && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
+}
+
+type every struct {
+	d      time.Duration
+	anchor time.Time
+	expr   string
+}
+
+func (e every) String() string { return e.expr }
+
+func (e every) Next(after time.Time) time.Time {
+	if after.Before(e.anchor) {
+		return e.anchor
+	}
+	n := after.Sub(e.anchor)/e.d + 1
+	return e.anchor.Add(n * e.d)
+}

@@ -1,0 +1,87 @@
+package recurring_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/recurring"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 12, 2, 14, 7, 30, 0, time.UTC)
+
+func TestCronNext(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	tests := []struct {
+		expr  string
+		loc   *time.Location
+		after time.Time
+		want  []string
+	}{
+		{"0 * * * *", nil, t0, []string{"2026-12-02T15:00:00Z", "2026-12-02T16:00:00Z"}},
+		{"*/15 * * * *", nil, t0, []string{"2026-12-02T14:15:00Z", "2026-12-02T14:30:00Z"}},
+		{"*/10 * * * * *", nil, t0, []string{"2026-12-02T14:07:40Z", "2026-12-02T14:07:50Z"}},
+		{"@hourly", nil, t0, []string{"2026-12-02T15:00:00Z"}},
+		{"@daily", nil, t0, []string{"2026-12-03T00:00:00Z"}},
+		{"@weekly", nil, t0, []string{"2026-12-06T00:00:00Z"}},
+		{"@monthly", nil, t0, []string{"2027-01-01T00:00:00Z"}},
+		{"@yearly", nil, t0, []string{"2027-01-01T00:00:00Z"}},
+		{"0 9 * * MON-FRI", nil, t0, []string{"2026-12-03T09:00:00Z", "2026-12-04T09:00:00Z", "2026-12-07T09:00:00Z"}},
+		{"0 0 1,15 * *", nil, t0, []string{"2026-12-15T00:00:00Z", "2027-01-01T00:00:00Z"}},
+		{"0 0 13 * FRI", nil, t0, []string{"2026-12-04T00:00:00Z", "2026-12-11T00:00:00Z", "2026-12-13T00:00:00Z"}},
+		{"0 0 29 2 *", nil, t0, []string{"2028-02-29T00:00:00Z"}},
+		{"0 8 * * *", berlin, t0, []string{"2026-12-03T07:00:00Z"}},
+		// Spring forward: 02:30 does not exist on 29 March 2026 in Berlin.
+		{"30 2 * * *", berlin, time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC), []string{"2026-03-30T00:30:00Z"}},
+		// Fall back: 02:30 happens twice on 25 October 2026; it is one slot.
+		{"30 2 * * *", berlin, time.Date(2026, 10, 24, 12, 0, 0, 0, time.UTC), []string{"2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}},
+		{"0 0 * * 7", nil, t0, []string{"2026-12-06T00:00:00Z"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			spec, err := recurring.Parse(tt.expr, tt.loc, t0)
+			require.NoError(t, err)
+			at := tt.after
+			for _, w := range tt.want {
+				at = spec.Next(at)
+				require.Equal(t, w, at.UTC().Format(time.RFC3339))
+			}
+		})
+	}
+}
+
+func TestEvery(t *testing.T) {
+	spec, err := recurring.Parse("@every 90s", nil, t0.Add(250*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, t0, spec.Next(t0.Add(-time.Hour)), "the first slot is the anchor, to the second")
+	require.Equal(t, t0.Add(90*time.Second), spec.Next(t0))
+	require.Equal(t, t0.Add(180*time.Second), spec.Next(t0.Add(91*time.Second)))
+}
+
+func TestParseErrors(t *testing.T) {
+	for expr, want := range map[string]string{
+		"":                 "5 fields",
+		"* * *":            "5 fields",
+		"61 * * * *":       "minute field",
+		"* 24 * * *":       "hour field",
+		"* * 0 * *":        "day-of-month field",
+		"* * * 13 *":       "month field",
+		"* * * * FUNDAY":   "day-of-week field",
+		"*/0 * * * *":      "step",
+		"5-1 * * * *":      "backwards",
+		"@every 500ms":     "at least 1s",
+		"@every often":     "duration",
+		"@fortnightly":     "5 fields",
+		"1 2 3 4 5 6 7":    "5 fields",
+		"a-b * * * * *":    "second field",
+		"* * * * * JAN":    "day-of-week field",
+		"*/5 * * * * * *":  "5 fields",
+		"@every 1h @every": "duration",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			_, err := recurring.Parse(expr, nil, t0)
+			require.ErrorContains(t, err, want)
+		})
+	}
+}

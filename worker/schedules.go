@@ -1,0 +1,314 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/recurring"
+)
+
+// ScheduleTimers wakes recurring schedules.
+type ScheduleTimers interface {
+	ArmSchedule(ctx context.Context, id string, at time.Time) error
+	DisarmSchedule(ctx context.Context, id string) error
+}
+
+// Schedules keeps recurring schedules: definitions and state in the KV
+// bucket serp_schedules, timers in SERP_WORK. When a schedule's slot comes,
+// Fire publishes one ordinary schedule command per slot on
+// serp.cmd.schedule; the job id, derived from the slot and the search
+// context, makes a slot fired twice (a timer repeated after a restart, two
+// engines) one job.
+type Schedules struct {
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	timers ScheduleTimers
+	now    func() time.Time
+	log    *slog.Logger
+}
+
+// Record is a schedule as stored: its definition and its state.
+type Record struct {
+	Definition recurring.Definition `json:"definition"`
+	State      recurring.State      `json:"state"`
+}
+
+// Errors of schedule operations.
+var (
+	ErrScheduleExists = errors.New("worker: a schedule with this id exists")
+	ErrNoSchedule     = errors.New("worker: no such schedule")
+)
+
+// ScheduleError is a definition that cannot be used, or one that overlaps
+// another: its Reason is the token of the rejection subject.
+type ScheduleError struct {
+	Reason string
+	Err    error
+}
+
+func (e *ScheduleError) Error() string { return e.Err.Error() }
+func (e *ScheduleError) Unwrap() error { return e.Err }
+
+// NewSchedules returns the schedules of a JetStream account whose engine
+// streams and bucket are provisioned (nats.EnsureEngineStreams).
+func NewSchedules(ctx context.Context, js jetstream.JetStream, timers ScheduleTimers, now func() time.Time, log *slog.Logger) (*Schedules, error) {
+	kv, err := js.KeyValue(ctx, snats.SchedulesBucket)
+	if err != nil {
+		return nil, fmt.Errorf("schedules: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Schedules{js: js, kv: kv, timers: timers, now: now, log: log}, nil
+}
+
+// canonical validates a definition, resolving its time zone.
+func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurring.Definition, recurring.Spec, error) {
+	tz := d.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return d, nil, &ScheduleError{Reason: "invalid_time_zone", Err: fmt.Errorf("schedule %q: unknown time zone %q (use an IANA name such as Europe/Berlin)", d.ID, tz)}
+	}
+	d, spec, err := d.Canonical(loc, created)
+	if err != nil {
+		return d, nil, &ScheduleError{Reason: "invalid_schedule", Err: err}
+	}
+	return d, spec, nil
+}
+
+// Create validates and stores a new schedule and arms its timer. An id in
+// use, or a definition overlapping another (the same search context over
+// times that meet), is refused.
+func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record, error) {
+	now := s.now().UTC()
+	d, spec, err := s.canonical(d, now)
+	if err != nil {
+		return Record{}, err
+	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return Record{}, err
+	}
+	for _, o := range all {
+		if o.Definition.ID != d.ID && d.Overlaps(o.Definition) {
+			return Record{}, &ScheduleError{Reason: "overlapping_schedule", Err: fmt.Errorf(
+				"schedule %q orders the same observations as schedule %q (same search context over times that meet); change one or delete the other",
+				d.ID, o.Definition.ID)}
+		}
+	}
+	rec := Record{Definition: d, State: recurring.State{Created: now}}
+	rec.State.NextSlot = recurring.Due(d, spec, rec.State, now).Next
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return Record{}, err
+	}
+	if _, err := s.kv.Create(ctx, d.ID, data); errors.Is(err, jetstream.ErrKeyExists) {
+		return Record{}, fmt.Errorf("%w: %q", ErrScheduleExists, d.ID)
+	} else if err != nil {
+		return Record{}, fmt.Errorf("schedules: store %q: %w", d.ID, err)
+	}
+	if !rec.State.NextSlot.IsZero() {
+		if err := s.timers.ArmSchedule(ctx, d.ID, rec.State.NextSlot); err != nil {
+			return rec, err
+		}
+	}
+	s.log.Info("schedule created", "schedule", d.ID, "expr", d.Schedule, "next", rec.State.NextSlot)
+	return rec, nil
+}
+
+// Get returns one schedule and its KV revision.
+func (s *Schedules) Get(ctx context.Context, id string) (Record, uint64, error) {
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Record{}, 0, fmt.Errorf("%w: %q", ErrNoSchedule, id)
+	}
+	if err != nil {
+		return Record{}, 0, fmt.Errorf("schedules: read %q: %w", id, err)
+	}
+	var rec Record
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return Record{}, 0, fmt.Errorf("schedules: %q is unreadable: %w", id, err)
+	}
+	return rec, e.Revision(), nil
+}
+
+// List returns every schedule, by id.
+func (s *Schedules) List(ctx context.Context) ([]Record, error) {
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("schedules: %w", err)
+	}
+	var out []Record
+	for id := range keys.Keys() {
+		rec, _, err := s.Get(ctx, id)
+		if errors.Is(err, ErrNoSchedule) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	slices.SortFunc(out, func(a, b Record) int {
+		if a.Definition.ID < b.Definition.ID {
+			return -1
+		}
+		return 1
+	})
+	return out, nil
+}
+
+// update applies change to a schedule with compare-and-set, again on a
+// concurrent change.
+func (s *Schedules) update(ctx context.Context, id string, change func(*Record, recurring.Spec) error) (Record, error) {
+	for range 8 {
+		rec, rev, err := s.Get(ctx, id)
+		if err != nil {
+			return Record{}, err
+		}
+		_, spec, err := s.canonical(rec.Definition, rec.State.Created)
+		if err != nil {
+			return Record{}, err
+		}
+		if err := change(&rec, spec); err != nil {
+			return Record{}, err
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return Record{}, err
+		}
+		if _, err := s.kv.Update(ctx, id, data, rev); errors.Is(err, jetstream.ErrKeyExists) {
+			continue // changed meanwhile
+		} else if err != nil {
+			return Record{}, fmt.Errorf("schedules: store %q: %w", id, err)
+		}
+		return rec, nil
+	}
+	return Record{}, fmt.Errorf("schedules: %q keeps changing; try again", id)
+}
+
+// Pause stops a schedule from firing; the slots it misses while paused are
+// skipped.
+func (s *Schedules) Pause(ctx context.Context, id string) (Record, error) {
+	return s.update(ctx, id, func(r *Record, _ recurring.Spec) error {
+		r.State.Paused = true
+		return nil
+	})
+}
+
+// Resume lets a paused schedule fire again from its next slot.
+func (s *Schedules) Resume(ctx context.Context, id string) (Record, error) {
+	now := s.now().UTC()
+	rec, err := s.update(ctx, id, func(r *Record, spec recurring.Spec) error {
+		if !r.State.Paused {
+			return nil
+		}
+		r.State.Paused = false
+		// The slots of the pause are skipped, not caught up.
+		skip := recurring.Due(r.Definition, spec, r.State, now)
+		r.State = r.State.Apply(recurring.Plan{Skipped: skip.Skipped + len(skip.Fire), Next: skip.Next}, nil)
+		if n := len(skip.Fire); n > 0 {
+			r.State.LastSlot = skip.Fire[n-1]
+		}
+		return nil
+	})
+	if err != nil {
+		return rec, err
+	}
+	if !rec.State.NextSlot.IsZero() {
+		err = s.timers.ArmSchedule(ctx, id, rec.State.NextSlot)
+	}
+	return rec, err
+}
+
+// Delete removes a schedule and its timer. Jobs it already ordered stay.
+func (s *Schedules) Delete(ctx context.Context, id string) error {
+	if _, _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	if err := s.kv.Delete(ctx, id); err != nil {
+		return fmt.Errorf("schedules: delete %q: %w", id, err)
+	}
+	return s.timers.DisarmSchedule(ctx, id)
+}
+
+// Fire orders the slots of a schedule that are due now, as its catch-up
+// policy says, records them and arms the next slot's timer. Every step is
+// idempotent, so a repeated or concurrent firing orders nothing twice.
+func (s *Schedules) Fire(ctx context.Context, id string) (recurring.Plan, error) {
+	now := s.now().UTC()
+	var plan recurring.Plan
+	rec, err := s.update(ctx, id, func(r *Record, spec recurring.Spec) error {
+		if r.State.Paused {
+			plan = recurring.Plan{}
+			return nil
+		}
+		plan = recurring.Due(r.Definition, spec, r.State, now)
+		jobs := make([]string, len(plan.Fire))
+		for i, slot := range plan.Fire {
+			job, err := s.order(ctx, r.Definition, slot)
+			if err != nil {
+				return err
+			}
+			jobs[i] = job
+		}
+		r.State = r.State.Apply(plan, jobs)
+		return nil
+	})
+	if errors.Is(err, ErrNoSchedule) {
+		return plan, nil // deleted: nothing to fire, nothing to arm
+	}
+	if err != nil {
+		return plan, err
+	}
+	if !rec.State.Paused && !rec.State.NextSlot.IsZero() {
+		if err := s.timers.ArmSchedule(ctx, id, rec.State.NextSlot); err != nil {
+			return plan, err
+		}
+	}
+	if len(plan.Fire) > 0 || plan.Skipped > 0 {
+		s.log.Info("schedule fired", "schedule", id, "slots", len(plan.Fire), "skipped", plan.Skipped, "next", rec.State.NextSlot)
+	}
+	return plan, nil
+}
+
+// order publishes one slot's schedule command, durably, as an upstream
+// system would, and returns the job id it maps to.
+func (s *Schedules) order(ctx context.Context, d recurring.Definition, slot time.Time) (string, error) {
+	cmd := d.Command(slot)
+	sched, err := aggregate.NewSchedule(cmd, aggregate.DefaultPolicy(), "")
+	if err != nil {
+		return "", fmt.Errorf("schedule %q, slot %s: %w", d.ID, slot.Format(time.RFC3339), err)
+	}
+	data, err := json.Marshal(cmd)
+	if err != nil {
+		return "", err
+	}
+	m := natsgo.NewMsg(snats.ScheduleSubject)
+	m.Data = data
+	m.Header.Set(natsgo.MsgIdHdr, "schedule-"+d.ID+"-"+strconv.FormatInt(slot.UnixNano(), 10))
+	m.Header.Set(HeaderSchedule, d.ID)
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		return "", fmt.Errorf("schedule %q, slot %s: publish: %w", d.ID, slot.Format(time.RFC3339), err)
+	}
+	return sched.JobID, nil
+}
+
+// HeaderSchedule names the recurring schedule that published a command.
+const HeaderSchedule = "Serpent-Schedule"

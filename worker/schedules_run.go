@@ -1,0 +1,118 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/recurring"
+)
+
+// RunFiring fires schedules whose slot came, from the consumer on
+// serp.sched.due.*, until ctx ends.
+func (e *Engine) RunFiring(ctx context.Context, s *Schedules, cons jetstream.Consumer) error {
+	return e.consume(ctx, cons, 4, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
+		id := strings.TrimPrefix(msg.Subject(), snats.ScheduleDuePrefix)
+		if _, err := s.Fire(ctx, id); err != nil {
+			e.log.Warn("firing a schedule failed; it will be tried again", "schedule", id, "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		_ = msg.Ack()
+	})
+}
+
+// ScheduleRequest names a schedule for pause, resume, delete and get; a
+// plain id as the whole payload works too.
+type ScheduleRequest struct {
+	ID string `json:"id"`
+}
+
+// ScheduleOp carries out one operation on schedules: create (payload: a
+// definition) or pause, resume, delete, get (payload: an id).
+func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (any, error) {
+	if op == "create" {
+		var d recurring.Definition
+		dec := json.NewDecoder(strings.NewReader(string(payload)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New("a schedule definition is JSON with the fields id, schedule, time_zone, query, country, language, device, limit, account, priority, start, end, catch_up: " + err.Error())}
+		}
+		return s.Create(ctx, d)
+	}
+	if op == "list" {
+		return s.List(ctx)
+	}
+	id := strings.TrimSpace(string(payload))
+	if strings.HasPrefix(id, "{") {
+		var r ScheduleRequest
+		if err := json.Unmarshal(payload, &r); err != nil {
+			return nil, &ScheduleError{Reason: ReasonMalformed, Err: err}
+		}
+		id = r.ID
+	}
+	if id == "" {
+		return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New("a schedule id is required")}
+	}
+	switch op {
+	case "pause":
+		return s.Pause(ctx, id)
+	case "resume":
+		return s.Resume(ctx, id)
+	case "delete":
+		return map[string]string{"deleted": id}, s.Delete(ctx, id)
+	case "get":
+		rec, _, err := s.Get(ctx, id)
+		return rec, err
+	}
+	return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New("unknown schedule operation " + strconv.Quote(op))}
+}
+
+// scheduleReason is the rejection token of a failed schedule operation.
+func scheduleReason(err error) string {
+	var se *ScheduleError
+	switch {
+	case errors.As(err, &se):
+		return se.Reason
+	case errors.Is(err, ErrScheduleExists):
+		return "schedule_exists"
+	case errors.Is(err, ErrNoSchedule):
+		return "no_such_schedule"
+	}
+	return ""
+}
+
+// RunScheduleCommands carries out commands on serp.cmd.schedules.<op>
+// until ctx ends. A command that cannot be carried out is recorded on
+// serp.rejected.<reason> with its payload, like a refused schedule
+// command; one that failed for a passing reason is delivered again.
+func (e *Engine) RunScheduleCommands(ctx context.Context, s *Schedules, js jetstream.JetStream, cons jetstream.Consumer) error {
+	return e.consume(ctx, cons, 1, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
+		op := strings.TrimPrefix(msg.Subject(), "serp.cmd.schedules.")
+		_, err := s.ScheduleOp(ctx, op, msg.Data())
+		reason := scheduleReason(err)
+		if err != nil && reason == "" {
+			e.log.Warn("a schedule command failed; it will be tried again", "op", op, "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		if err != nil {
+			meta, merr := msg.Metadata()
+			if merr != nil {
+				_ = msg.Term()
+				return
+			}
+			if rerr := e.reject(ctx, js, msg, meta.Sequence.Stream, &RejectError{Reason: reason, Msg: err.Error()}); rerr != nil {
+				_ = msg.NakWithDelay(time.Second)
+				return
+			}
+			e.log.Info("schedule command rejected", "op", op, "reason", reason, "err", err)
+		}
+		_ = msg.Ack()
+	})
+}

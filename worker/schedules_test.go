@@ -1,0 +1,186 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/recurring"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+func espresso(id, expr string) recurring.Definition {
+	return recurring.Definition{ID: id, Schedule: expr, Query: "espresso scale " + id, Country: "US", Language: "en", Device: "mobile"}
+}
+
+// startFiring runs an engine's workers, intake and schedule firing until
+// the returned stop is called.
+func (l *live) startFiring(eng *worker.Engine, s *worker.Schedules) (stop func()) {
+	stopEngine := l.start(eng, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	firing, err := snats.Consumer(ctx, l.srv.JS, snats.WorkStream, snats.ScheduleConsumer)
+	require.NoError(l.t, err)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = eng.RunFiring(ctx, s, firing) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait(); stopEngine() }) }
+	l.t.Cleanup(stop)
+	return stop
+}
+
+func (l *live) schedules(now func() time.Time) *worker.Schedules {
+	s, err := worker.NewSchedules(context.Background(), l.srv.JS, snats.NewTimers(l.srv.JS, now), now, nil)
+	require.NoError(l.t, err)
+	return s
+}
+
+// TestEverySecondAcrossARestart: an @every 1s schedule fires one job per
+// slot for a few seconds, with its engine replaced in the middle; no slot
+// is ordered twice and, with catch-up, none is lost.
+func TestEverySecondAcrossARestart(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	s := l.schedules(nil)
+	def := espresso("every-second", "@every 1s")
+	def.CatchUp = recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 10}
+	_, err := s.Create(ctx, def)
+	require.NoError(t, err)
+
+	fired := func(n int) func() error {
+		return func() error {
+			rec, _, err := s.Get(ctx, def.ID)
+			if err != nil {
+				return err
+			}
+			if len(rec.State.Recent) < n {
+				return fmt.Errorf("%d slots fired", len(rec.State.Recent))
+			}
+			return nil
+		}
+	}
+	stopA := l.startFiring(l.engine("a", worker.Hooks{}), s)
+	natstest.WaitFor(t, 20*time.Second, fired(2))
+	stopA()
+	l.startFiring(l.engine("b", worker.Hooks{}), l.schedules(nil))
+	natstest.WaitFor(t, 20*time.Second, fired(5))
+
+	rec, _, err := s.Get(ctx, def.ID)
+	require.NoError(t, err)
+	var jobs []string
+	for i, f := range rec.State.Recent {
+		if i > 0 {
+			require.Equal(t, time.Second, f.Slot.Sub(rec.State.Recent[i-1].Slot), "one job per slot, none skipped, none twice")
+		}
+		jobs = append(jobs, f.JobID)
+	}
+	states := l.waitTerminal(jobs, 30*time.Second)
+	for _, f := range rec.State.Recent {
+		require.Equal(t, f.Slot, states[f.JobID].Slot, "each job is its slot")
+		require.Equal(t, aggregate.StatusSucceeded, states[f.JobID].Status)
+	}
+}
+
+// TestCatchUpAfterDowntime: an engine comes back after six missed hourly
+// slots; skip orders the latest, fire orders the latest and up to its limit
+// of the missed ones.
+func TestCatchUpAfterDowntime(t *testing.T) {
+	for _, tc := range []struct {
+		catchUp recurring.CatchUp
+		slots   int
+	}{
+		{recurring.CatchUp{Policy: recurring.CatchUpSkip}, 1},
+		{recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 3}, 4},
+	} {
+		t.Run(tc.catchUp.Policy, func(t *testing.T) {
+			l := setupLive(t, sandbox.Faults{})
+			ctx := context.Background()
+			c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+			s := l.schedules(c.Now)
+			def := espresso("hourly", "@hourly")
+			def.CatchUp = tc.catchUp
+			_, err := s.Create(ctx, def)
+			require.NoError(t, err)
+
+			c.Set(time.Date(2026, 12, 2, 14, 10, 0, 0, time.UTC))
+			plan, err := s.Fire(ctx, def.ID)
+			require.NoError(t, err)
+			require.Len(t, plan.Fire, tc.slots)
+			require.Equal(t, 6-tc.slots, plan.Skipped)
+			require.Equal(t, time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC), plan.Fire[len(plan.Fire)-1])
+			again, err := s.Fire(ctx, def.ID)
+			require.NoError(t, err)
+			require.Empty(t, again.Fire, "a repeated firing orders nothing")
+
+			cmds, err := l.srv.JS.Stream(ctx, snats.CommandStream)
+			require.NoError(t, err)
+			info, err := cmds.Info(ctx, jetstream.WithSubjectFilter(snats.ScheduleSubject))
+			require.NoError(t, err)
+			require.EqualValues(t, tc.slots, info.State.Msgs, "one command per fired slot")
+			rec, _, err := s.Get(ctx, def.ID)
+			require.NoError(t, err)
+			require.Equal(t, time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), rec.State.NextSlot)
+		})
+	}
+}
+
+func TestScheduleOperations(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+	s := l.schedules(c.Now)
+	_, err := s.Create(ctx, espresso("a", "0 * * * *"))
+	require.NoError(t, err)
+
+	for name, tc := range map[string]struct {
+		def  recurring.Definition
+		want string
+	}{
+		"invalid cron":   {espresso("b", "0 25 * * *"), "invalid_schedule"},
+		"unknown zone":   {func() recurring.Definition { d := espresso("c", "@daily"); d.TimeZone = "Mars/Olympus"; return d }(), "invalid_time_zone"},
+		"overlapping":    {func() recurring.Definition { d := espresso("d", "*/30 * * * *"); d.Query = "espresso scale a"; return d }(), "overlapping_schedule"},
+		"invalid search": {func() recurring.Definition { d := espresso("e", "@daily"); d.Device = "tv"; return d }(), "invalid_schedule"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := s.Create(ctx, tc.def)
+			var se *worker.ScheduleError
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, tc.want, se.Reason)
+			require.NotEmpty(t, se.Error())
+		})
+	}
+	_, err = s.Create(ctx, espresso("a", "@daily"))
+	require.ErrorIs(t, err, worker.ErrScheduleExists)
+
+	rec, err := s.Pause(ctx, "a")
+	require.NoError(t, err)
+	require.True(t, rec.State.Paused)
+	c.Set(time.Date(2026, 12, 2, 11, 10, 0, 0, time.UTC))
+	plan, err := s.Fire(ctx, "a")
+	require.NoError(t, err)
+	require.Empty(t, plan.Fire, "a paused schedule does not fire")
+	rec, err = s.Resume(ctx, "a")
+	require.NoError(t, err)
+	require.False(t, rec.State.Paused)
+	require.Equal(t, 3, rec.State.Skipped, "the slots of the pause are skipped")
+	require.Equal(t, time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), rec.State.NextSlot)
+
+	require.NoError(t, s.Delete(ctx, "a"))
+	_, _, err = s.Get(ctx, "a")
+	require.ErrorIs(t, err, worker.ErrNoSchedule)
+	require.ErrorIs(t, s.Delete(ctx, "a"), worker.ErrNoSchedule)
+	plan, err = s.Fire(ctx, "a")
+	require.NoError(t, err, "a wake-up of a deleted schedule is dropped")
+	require.Empty(t, plan.Fire)
+	list, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
