@@ -144,9 +144,13 @@ func TestScheduleOperations(t *testing.T) {
 		def  recurring.Definition
 		want string
 	}{
-		"invalid cron":   {espresso("b", "0 25 * * *"), "invalid_schedule"},
-		"unknown zone":   {func() recurring.Definition { d := espresso("c", "@daily"); d.TimeZone = "Mars/Olympus"; return d }(), "invalid_time_zone"},
-		"overlapping":    {func() recurring.Definition { d := espresso("d", "*/30 * * * *"); d.Query = "espresso scale a"; return d }(), "overlapping_schedule"},
+		"invalid cron": {espresso("b", "0 25 * * *"), "invalid_schedule"},
+		"unknown zone": {func() recurring.Definition { d := espresso("c", "@daily"); d.TimeZone = "Mars/Olympus"; return d }(), "invalid_time_zone"},
+		"overlapping": {func() recurring.Definition {
+			d := espresso("d", "*/30 * * * *")
+			d.Query = "espresso scale a"
+			return d
+		}(), "overlapping_schedule"},
 		"invalid search": {func() recurring.Definition { d := espresso("e", "@daily"); d.Device = "tv"; return d }(), "invalid_schedule"},
 	} {
 		t.Run(name, func(t *testing.T) {
