@@ -38,15 +38,34 @@ func Encode(e Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s of job %s: %w", e.Type(), e.JobID, err)
 	}
-	return json.Marshal(wire{
+	// The envelope without its data, then the data as marshalled: the
+	// data is not scanned and compacted a second time.
+	head, err := json.Marshal(wireHead{
 		Type:    e.Type(),
 		Schema:  e.Schema(),
 		ID:      e.ID,
 		Job:     e.JobID,
 		Version: e.Version,
 		Time:    e.Time.UTC(),
-		Data:    data,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("events: cannot encode %s of job %s: %w", e.Type(), e.JobID, err)
+	}
+	out := make([]byte, 0, len(head)+len(data)+9)
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, `,"data":`...)
+	out = append(out, data...)
+	return append(out, '}'), nil
+}
+
+// wireHead is wire without its data, in the same field order.
+type wireHead struct {
+	Type    string    `json:"type"`
+	Schema  int       `json:"schema"`
+	ID      string    `json:"id"`
+	Job     string    `json:"job"`
+	Version uint64    `json:"version"`
+	Time    time.Time `json:"time"`
 }
 
 // Upcaster turns the data of one schema version into the data of the next.
