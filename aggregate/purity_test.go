@@ -13,7 +13,7 @@ import (
 
 // purePackages must stay free of I/O: they are folded during replays and
 // audits, and their decisions must depend only on their inputs.
-var purePackages = []string{"../events", "../aggregate", "../projections", "../recurring", "../audit"}
+var purePackages = []string{"../events", "../aggregate", "../projections", "../recurring", "../audit", "../accounts"}
 
 // Imports a pure package may not use directly: I/O, the clock's sources of
 // randomness, and serpent's own I/O packages.

@@ -37,6 +37,11 @@ const (
 	ScheduleAdminSubjects = "serp.cmd.schedules.>"
 	SchedulesBucket       = "serp_schedules"
 
+	// AccountsBucket holds each API account's limits and the state the
+	// limiters of every worker share: searches in flight, the rate
+	// limiter, pauses the API asked for, and the day's spend.
+	AccountsBucket = "serp_accounts"
+
 	// Durable consumers of the engine.
 	IntakeConsumer        = "serpent-intake"
 	WorkConsumer          = "serpent-workers"
@@ -126,6 +131,11 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		Description: "serpent: recurring schedules, their definitions and state", History: 1,
 		Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)}); err != nil {
 		return fmt.Errorf("nats: bucket %s: %w", SchedulesBucket, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: AccountsBucket,
+		Description: "serpent: API accounts, their limits and shared limiter state", History: 1,
+		Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)}); err != nil {
+		return fmt.Errorf("nats: bucket %s: %w", AccountsBucket, err)
 	}
 	for _, c := range consumers {
 		if _, err := js.CreateOrUpdateConsumer(ctx, c.stream, c.cfg); err != nil {

@@ -36,6 +36,17 @@ type Config struct {
 	Logger     *slog.Logger
 	// Hooks lets tests stop the engine at the windows where a crash matters.
 	Hooks Hooks
+	// Accounts are the API accounts by name, beside the default API; a job
+	// names its account ("" for the default). Empty: every job uses API.
+	Accounts map[string]API
+	// Limiter holds searches to their account's limits; nil for none.
+	Limiter *Limiter
+	// StarveAfter is how long a normal-priority job may be held back by its
+	// account's limits before it is served like a high-priority one.
+	StarveAfter time.Duration
+	// Observer, if set, is told the outcome and latency of every search
+	// (metrics); nil by default.
+	Observer Observer
 }
 
 // Hooks are called at the points where a process may die. A hook that
@@ -43,7 +54,8 @@ type Config struct {
 // after it is written and the delivery is not acknowledged.
 type Hooks struct {
 	// AfterSchedule runs once a new job's first key is durable, before its
-	// timer is armed and its command acknowledged.
+	// timer is armed and its command acknowledged. (A new job that intake
+	// can claim at once is stored together with its claim: AfterClaim.)
 	AfterSchedule func(jobID string) error
 	// AfterClaim runs once Sent is durable, before the request leaves.
 	AfterClaim func(jobID string) error
@@ -58,10 +70,15 @@ type Hooks struct {
 // ErrCrash is what a test hook returns to play a crash.
 var ErrCrash = errors.New("worker: crash requested by a test hook")
 
+// DefaultName is a worker's name unless told otherwise: host-pid.
+func DefaultName() string {
+	host, _ := os.Hostname()
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
 func (c Config) withDefaults() Config {
 	if c.Name == "" {
-		host, _ := os.Hostname()
-		c.Name = host + "-" + strconv.Itoa(os.Getpid())
+		c.Name = DefaultName()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -80,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoreRetry == 0 {
 		c.StoreRetry = 500 * time.Millisecond
+	}
+	if c.StarveAfter == 0 {
+		c.StarveAfter = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -124,6 +144,26 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return &Engine{cfg: cfg, decider: aggregate.Decider{Table: cfg.Table}, log: cfg.Logger.With("worker", cfg.Name)}, nil
 }
+
+// api returns the API of an account.
+func (e *Engine) api(account string) (API, error) {
+	if account == "" || account == "default" {
+		if a, ok := e.cfg.Accounts["default"]; ok {
+			return a, nil
+		}
+		return e.cfg.API, nil
+	}
+	if a, ok := e.cfg.Accounts[account]; ok {
+		return a, nil
+	}
+	if len(e.cfg.Accounts) == 0 {
+		return e.cfg.API, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownAccount, account)
+}
+
+// ErrUnknownAccount: a job names an API account this engine does not have.
+var ErrUnknownAccount = errors.New("worker: no such API account")
 
 // Name is the worker name written into Sent events.
 func (e *Engine) Name() string { return e.cfg.Name }

@@ -68,7 +68,7 @@ type Scheduled struct {
 // timer is armed whether the job is new or not, so a command redelivered
 // after a crash also repairs a timer that was never armed.
 func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Scheduled, error) {
-	out, k, err := e.schedule(ctx, data, source)
+	out, k, err := e.schedule(ctx, data, source, false)
 	if err != nil {
 		return out, err
 	}
@@ -87,7 +87,9 @@ func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Sche
 
 // schedule appends a new job's first events. It returns the job's state
 // when it knows it (a job it just created), for the caller to go on from.
-func (e *Engine) schedule(ctx context.Context, data []byte, source string) (Scheduled, known, error) {
+// With defer_, nothing is stored: the job's first events come back as
+// pending, for the caller to store with the job's first claim.
+func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer_ bool) (Scheduled, known, error) {
 	cmd, err := ParseCommand(data)
 	if err != nil {
 		return Scheduled{}, known{}, err
@@ -100,11 +102,20 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string) (Sche
 	if err != nil {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
+	if _, err := e.api(sched.Account); err != nil {
+		return Scheduled{}, known{}, &RejectError{Reason: "invalid_account", Msg: err.Error(),
+			Fields: []aggregate.FieldError{{Field: "account", Message: fmt.Sprintf("%q is not an account of this engine", sched.Account)}}}
+	}
 	evs, err := e.decider.Decide(aggregate.State{}, sched, e.cfg.Now(), e.cfg.IDs)
 	if err != nil {
 		return Scheduled{}, known{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
 	}
 	out := Scheduled{JobID: sched.JobID, Created: true, Status: aggregate.StatusScheduled, NotBefore: sched.NotBefore}
+	if defer_ {
+		// The caller goes on with the job at once: its first events are
+		// stored then, with its first claim if it is due.
+		return out, known{s: aggregate.Fold(evs), ok: true, pending: evs}, nil
+	}
 	ver, err := e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
 	switch {
 	case errors.Is(err, store.ErrConcurrency):

@@ -46,7 +46,7 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 		return
 	}
 	source := fmt.Sprintf("%s:%d", meta.Stream, meta.Sequence.Stream)
-	out, k, err := e.schedule(ctx, msg.Data(), source)
+	out, k, err := e.schedule(ctx, msg.Data(), source, true)
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this
 		// process dies, the command comes back and the job with it.

@@ -260,32 +260,35 @@ func TestCrashWindowsOnJetStream(t *testing.T) {
 		faults sandbox.Faults // in force until the crash
 		hooks  func(crash func() error) worker.Hooks
 		keys   int // attempt keys the job ends with
+		// later: the job's slot is a moment ahead, so it is stored on its
+		// own before it is due (a job due now is stored with its claim).
+		later bool
 	}
 	windows := []window{
 		{"after the first key is stored, before Sent", sandbox.Faults{},
 			func(crash func() error) worker.Hooks {
 				return worker.Hooks{AfterSchedule: func(string) error { return crash() }}
-			}, 1},
+			}, 1, true},
 		{"after a new key is stored, before its Sent", sandbox.Faults{Timeout408: 1},
 			func(crash func() error) worker.Hooks {
 				return worker.Hooks{AfterRecord: func(string) error { return crash() }}
-			}, 2},
+			}, 2, false},
 		{"after Sent, before the request", sandbox.Faults{},
 			func(crash func() error) worker.Hooks {
 				return worker.Hooks{AfterClaim: func(string) error { return crash() }}
-			}, 1},
+			}, 1, false},
 		{"after the request, before its outcome is stored", sandbox.Faults{},
 			func(crash func() error) worker.Hooks {
 				return worker.Hooks{AfterSearch: func(string) error { return crash() }}
-			}, 1},
+			}, 1, false},
 		{"after an unknown outcome is stored, before the ack", sandbox.Faults{DropAfterSearch: 1},
 			func(crash func() error) worker.Hooks {
 				return worker.Hooks{AfterRecord: func(string) error { return crash() }}
-			}, 1},
+			}, 1, false},
 		{"after the observation is stored, before the ack", sandbox.Faults{},
 			func(crash func() error) worker.Hooks {
 				return worker.Hooks{AfterRecord: func(string) error { return crash() }}
-			}, 1},
+			}, 1, false},
 	}
 	for i, w := range windows {
 		t.Run(w.name, func(t *testing.T) {
@@ -299,8 +302,13 @@ func TestCrashWindowsOnJetStream(t *testing.T) {
 			}
 			// After its one crash, worker a stays dead: every hook fails.
 			stopA := l.start(l.engine("a", w.hooks(crash)), 1)
-			l.publish(cmdFor(i))
-			job := jobFor(t, cmdFor(i))
+			cmd := cmdFor(i)
+			if w.later {
+				slot := time.Now().Add(500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+				cmd = fmt.Sprintf(`{"slot":%q,"query":"espresso grinder","country":"US","language":"en","device":"mobile"}`, slot)
+			}
+			l.publish(cmd)
+			job := jobFor(t, cmd)
 			<-crashed
 			stopA()
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/serper"
@@ -39,6 +41,9 @@ type known struct {
 	s   aggregate.State
 	ver uint64
 	ok  bool
+	// pending are a new job's first events, decided and applied to s but
+	// not stored yet: stored with the job's first claim, or alone.
+	pending []events.Event
 }
 
 // after is the state once evs, just appended at version ver, are applied.
@@ -58,12 +63,19 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 			}
 			k = known{s: aggregate.Fold(evs), ver: ver, ok: true}
 		}
-		s, ver := k.s, k.ver
+		s, ver, pending := k.s, k.ver, k.pending
 		if !s.Exists() {
 			return aggregate.Next{Step: aggregate.StepDone}, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
 		}
 		now := e.cfg.Now()
 		next := s.Next(now)
+		if len(pending) > 0 && next.Step != aggregate.StepSend {
+			var err error
+			if k, err = e.storeNew(ctx, s, pending); err != nil {
+				return aggregate.Next{}, err
+			}
+			continue
+		}
 		var err error
 		switch next.Step {
 		case aggregate.StepDone, aggregate.StepWait:
@@ -86,7 +98,15 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, nil
 			}
 		case aggregate.StepSend:
-			if k, err = e.send(ctx, s, ver, keepAlive); err != nil {
+			if k, err = e.send(ctx, s, ver, pending, keepAlive); err != nil {
+				if errors.Is(err, errJobExists) {
+					k = known{} // the same command came twice: go on from the log
+					continue
+				}
+				var te *ThrottledError
+				if errors.As(err, &te) {
+					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(e.throttledFor(s, te))}, nil
+				}
 				return aggregate.Next{}, err
 			}
 		}
@@ -94,25 +114,82 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 	return aggregate.Next{}, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
 }
 
+// storeNew stores a new job's first events alone.
+func (e *Engine) storeNew(ctx context.Context, s aggregate.State, pending []events.Event) (known, error) {
+	v, err := e.cfg.Store.Append(ctx, s.JobID, 0, pending...)
+	if errors.Is(err, store.ErrConcurrency) {
+		return known{}, nil // the same command came twice: go on from the log
+	}
+	if err != nil {
+		return known{}, fmt.Errorf("schedule job %s: %w", s.JobID, err)
+	}
+	if err := e.hook(e.cfg.Hooks.AfterSchedule, s.JobID); err != nil {
+		return known{}, err
+	}
+	return known{s: s, ver: v, ok: true}, nil
+}
+
+// errJobExists: a new job's first events, stored with its claim, found
+// the job there already (the same command came twice).
+var errJobExists = errors.New("worker: the job exists")
+
 // send claims the job, sends its key and records the outcome. A lost race
 // for the claim is not an error: the next round reloads.
-func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, keepAlive func()) (known, error) {
+//
+// prefix are a new job's first events, decided but not stored: they go in
+// the same write as the claim, which saves a write per job (the key is
+// still stored before its request leaves: the request waits for the
+// write). If the job may not be claimed now, they are stored alone.
+func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix []events.Event, keepAlive func()) (k known, err error) {
 	jobID := s.JobID
+	storePrefix := func() (known, error) {
+		if len(prefix) == 0 {
+			return known{}, nil
+		}
+		return e.storeNew(ctx, s, prefix)
+	}
+	api, err := e.api(s.Account)
+	if err != nil {
+		return known{}, fmt.Errorf("job %s: %w", jobID, err)
+	}
+	// The account's limits first: a job that may not start a search now
+	// waits without writing anything. A resend of a key that was sent
+	// before cannot buy, so the budget does not hold it back.
+	var permit *Permit
+	if e.cfg.Limiter != nil {
+		cur, _ := s.Current()
+		req := Request{Account: s.Account, JobID: jobID, Resend: cur.Sent(), High: e.urgent(s), Pages: accounts.PagesFor(s.Search.Limit)}
+		if permit, err = e.cfg.Limiter.Acquire(ctx, req); err != nil {
+			if k, perr := storePrefix(); perr != nil {
+				return k, perr
+			}
+			return known{}, err
+		}
+	}
+	sentOut := false
+	defer func() {
+		if !sentOut {
+			permit.Unused(context.WithoutCancel(ctx))
+		}
+	}()
 	evs, err := e.decider.Decide(s, aggregate.Due{Worker: e.cfg.Name}, e.cfg.Now(), e.cfg.IDs)
 	switch {
 	case errors.Is(err, aggregate.ErrNotDue), errors.Is(err, aggregate.ErrLeased), errors.Is(err, aggregate.ErrMustReconcile):
-		return known{}, nil // the clock moved between Next and Decide; reload
+		return storePrefix() // the clock moved between Next and Decide; reload
 	case err != nil:
 		return known{}, fmt.Errorf("job %s: decide claim: %w", jobID, err)
 	}
-	ver, err = e.cfg.Store.Append(ctx, jobID, ver, evs...)
+	ver, err = e.cfg.Store.Append(ctx, jobID, ver, append(slices.Clip(prefix), evs...)...)
 	if errors.Is(err, store.ErrConcurrency) {
+		if len(prefix) > 0 {
+			return known{}, errJobExists
+		}
 		return known{}, nil // another worker got there first
 	}
 	if err != nil {
 		return known{}, fmt.Errorf("job %s: append claim: %w", jobID, err)
 	}
-	k := after(s, ver, evs)
+	k = after(s, ver, evs)
 	s = k.s
 	sent, ok := evs[0].Data.(events.Sent)
 	if !ok {
@@ -131,7 +208,23 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, keepAl
 	if aggregate.BodyHash(s.Body) != s.BodySHA256 {
 		return known{}, fmt.Errorf("job %s: stored body does not match its hash; refusing to send", jobID)
 	}
-	res := e.search(ctx, sent, s.Body, keepAlive)
+	sentOut = true
+	res := e.search(ctx, api, sent, s.Body, keepAlive)
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.Searched(s.Account, res)
+	}
+	out := outcomeOf(sent.Key, sent.Try, res)
+	if e.cfg.Limiter != nil {
+		if res.RetryAfter > 0 {
+			// The API asks the whole account to slow down, not one job.
+			until := e.cfg.Now().Add(min(res.RetryAfter, s.Policy.RetryAfterMax.D()))
+			e.cfg.Limiter.Pause(context.WithoutCancel(ctx), s.Account, until, fmt.Sprintf("HTTP %d %s", res.Status, res.Code))
+		}
+		class := e.decider.Table.Classify(out.Status, out.Code).Class
+		billed := class == aggregate.ClassSuccess && out.Pages > 0
+		definite := class.Definite() && class != aggregate.ClassReplayUnavailable
+		defer permit.Done(context.WithoutCancel(ctx), billed, definite, out.Pages)
+	}
 	level := slog.LevelInfo
 	if res.OK() && !res.Replayed {
 		level = slog.LevelDebug // the common case; everything else is worth a line
@@ -140,13 +233,29 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, keepAl
 	if err := e.hook(e.cfg.Hooks.AfterSearch, jobID); err != nil {
 		return known{}, err
 	}
-	return e.record(ctx, s, ver, outcomeOf(sent.Key, sent.Try, res))
+	return e.record(ctx, s, ver, out)
+}
+
+// throttledFor is how long a job held back by its account waits: a
+// high-priority job, a resend (it settles a key that may have bought) and
+// a job kept waiting too long try again soon; others later.
+func (e *Engine) throttledFor(s aggregate.State, te *ThrottledError) time.Duration {
+	waited := e.cfg.Limiter.WaitedFor(s.Account, s.JobID)
+	return accounts.Retry(e.urgent(s), waited, e.cfg.StarveAfter, te.For, aggregate.Jitter(s.JobID, int(e.cfg.Now().UnixNano()&0xffff)))
+}
+
+// urgent reports whether a job goes before others when its account is
+// limited: a high-priority job, a resend (it settles a key that may have
+// bought), or a job its account has held back longer than StarveAfter.
+func (e *Engine) urgent(s aggregate.State) bool {
+	cur, _ := s.Current()
+	return s.Priority == aggregate.PriorityHigh || cur.Sent() || e.cfg.Limiter.WaitedFor(s.Account, s.JobID) > e.cfg.StarveAfter
 }
 
 // search calls the API, keeping the delivery alive while it runs.
-func (e *Engine) search(ctx context.Context, sent events.Sent, body string, keepAlive func()) serper.Result {
+func (e *Engine) search(ctx context.Context, api API, sent events.Sent, body string, keepAlive func()) serper.Result {
 	if keepAlive == nil {
-		return e.cfg.API.Search(ctx, sent.Key, []byte(body))
+		return api.Search(ctx, sent.Key, []byte(body))
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -162,7 +271,7 @@ func (e *Engine) search(ctx context.Context, sent events.Sent, body string, keep
 			}
 		}
 	}()
-	return e.cfg.API.Search(ctx, sent.Key, []byte(body))
+	return api.Search(ctx, sent.Key, []byte(body))
 }
 
 // keepAliveEvery is how often a delivery is kept alive during a request.
@@ -215,9 +324,11 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	q := s.ReconcileQuery()
 	var entries []serper.LedgerEntry
 	if len(q.Keys)+len(q.RequestIDs) > 0 {
-		var err error
-		entries, err = e.cfg.API.Ledger(ctx, serper.LedgerQuery{Keys: q.Keys, RequestIDs: q.RequestIDs})
+		api, err := e.api(s.Account)
 		if err != nil {
+			return known{}, fmt.Errorf("job %s: %w", s.JobID, err)
+		}
+		if entries, err = api.Ledger(ctx, serper.LedgerQuery{Keys: q.Keys, RequestIDs: q.RequestIDs}); err != nil {
 			return known{}, err
 		}
 	}
@@ -234,5 +345,10 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	}
 	rec := evs[0].Data.(events.Reconciled)
 	e.jobLog(s.JobID, s).Info("reconciled", "verdict", rec.Verdict, "charges", rec.Charges, "keys", len(q.Keys))
+	if rec.Verdict == aggregate.VerdictNotCharged && e.cfg.Limiter != nil {
+		// The key's first send was counted against the day's budget in
+		// case it bought; it did not.
+		e.cfg.Limiter.Refund(context.WithoutCancel(ctx), s.Account, accounts.PagesFor(s.Search.Limit))
+	}
 	return after(s, ver, evs), e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
 }

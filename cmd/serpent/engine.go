@@ -83,14 +83,20 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	var events worker.Store = st
+	mx, tally := newEngineMetrics(js)
 	if f.groupCommit {
-		c := group.New(st, group.Options{})
+		c := group.New(st, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)
 		events = c
 	}
+	events = mx.TimeAppends(events)
 	timers := snats.NewTimers(js, nil)
-	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: timers,
-		Policy: f.policy, Table: table, Logger: log})
+	accts, lim, err := f.startAccounts(ctx, env, js, api, log, say, &cleanup)
+	if err != nil {
+		return err
+	}
+	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
+		Policy: f.policy, Table: table, Logger: log, Observer: mx})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -107,12 +113,14 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return fmt.Errorf("micro service: %w", err)
 	}
 	if f.httpAddr != "" {
-		addr, stop, err := serveHealth(f.httpAddr, nc, log)
+		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log}
+		addr, stop, err := ops.serveHTTP(f.httpAddr)
 		if err != nil {
 			return err
 		}
 		cleanup = append(cleanup, stop)
-		say("health on http://%s/healthz", addr)
+		say("status page on http://%s/ (metrics on /metrics)", addr)
+		say("health on http://%s/healthz (readiness on /readyz)", addr)
 	}
 	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
 	if err != nil {
@@ -172,7 +180,10 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 	if url == "" {
 		url = env("SERPER_LIVE_URL")
 	}
-	cfg := serper.Config{Timeout: f.clientTimeout}
+	if err := f.ops.check(); err != nil {
+		return nil, err
+	}
+	cfg := serper.Config{Timeout: f.clientTimeout, MaxResponseBytes: f.ops.maxResponseBytes}
 	switch {
 	case f.sandboxURL != "":
 		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = f.sandboxURL, sandbox.DefaultToken, true

@@ -25,6 +25,7 @@ type engineFlags struct {
 	clientTimeout time.Duration
 	sandboxConfig string
 	sandboxURL    string
+	accountsFile  string
 
 	workers     int
 	groupCommit bool
@@ -37,6 +38,7 @@ type engineFlags struct {
 	policy      events.RetryPolicy
 	log         logFlags
 	name        string
+	ops         opsFlags
 }
 
 // DefaultAPIURL is the real Serper.live API.
@@ -54,12 +56,14 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.StringVar(&f.apiURL, "api-url", "", "Serper.live base URL (env SERPER_LIVE_URL; default "+DefaultAPIURL+" with a token, the built-in sandbox without)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default: env "+serper.TokenEnv+")")
 	fs.DurationVar(&f.clientTimeout, "client-timeout", serper.DefaultTimeout, "how long to wait for a search (the API may run one for 90 s)")
+	fs.StringVar(&f.accountsFile, "accounts", "", "JSON file of API accounts beside the default one: [{name, base_url, token_env, token_file, limits}]")
 	fs.StringVar(&f.sandboxURL, "sandbox-url", "", "use a sandbox running elsewhere (serpent sandbox) instead of the built-in one; short client timeouts and leases are allowed")
 	fs.StringVar(&f.sandboxConfig, "sandbox-config", "", "JSON config of the built-in sandbox (seed, faults, durations), as for serpent sandbox --config")
 	fs.IntVar(&f.workers, "workers", 64, "due jobs this process works on at once")
 	fs.IntVar(&f.intakeConc, "intake-concurrency", 64, "schedule commands handled at once (a new job due now is run by intake itself)")
 	fs.BoolVar(&f.groupCommit, "group-commit", true, "write appends of concurrent jobs together in atomic batches (one disk flush for many)")
-	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of the health endpoint (empty: none)")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of the status page, /metrics, /healthz and /readyz (empty: none)")
+	f.ops.register(fs)
 	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
 	fs.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "how long a due job may go without a sign of life from its worker before another worker takes it")
 	fs.DurationVar(&f.sweepEvery, "sweep-every", 10*time.Minute, "how often to look for jobs whose timer was lost (0: only at start)")

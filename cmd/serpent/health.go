@@ -2,40 +2,82 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
+	"strings"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
-// serveHealth serves /healthz: 200 while the NATS connection is up.
-func serveHealth(addr string, nc *natsgo.Conn, log *slog.Logger) (string, func(), error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !nc.IsConnected() {
-			http.Error(w, "nats: "+nc.Status().String(), http.StatusServiceUnavailable)
+// readyTimeout bounds the checks of one /readyz.
+const readyTimeout = 3 * time.Second
+
+// healthz is liveness: 200 while the NATS connection is up.
+func (s *opsServer) healthz(w http.ResponseWriter, _ *http.Request) {
+	if !s.nc.IsConnected() {
+		http.Error(w, "nats: "+s.nc.Status().String(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// readyz is readiness: NATS connected, the engine's streams and buckets
+// present, and the projections no further behind than --ready-max-lag
+// events and --ready-max-behind. It answers 200 or 503 with one line per
+// check.
+func (s *opsServer) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	lines, ok := s.readiness(ctx)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
+}
+
+// readiness runs every check and reports each as "ok ..." or "FAIL ...".
+func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
+	var lines []string
+	ready := true
+	check := func(what string, err error) {
+		if err != nil {
+			ready = false
+			lines = append(lines, fmt.Sprintf("FAIL %s: %v", what, err))
 			return
 		}
-		fmt.Fprintln(w, "ok")
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("health endpoint on %s: %w (use --http)", addr, err)
+		lines = append(lines, "ok   "+what)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("health endpoint stopped", "err", err)
+	if !s.nc.IsConnected() {
+		check("nats connected", fmt.Errorf("connection is %s", s.nc.Status()))
+		return lines, false
+	}
+	check("nats connected", nil)
+	for _, name := range []string{snats.EventStream, snats.CommandStream, snats.RejectStream, snats.WorkStream} {
+		_, err := s.js.Stream(ctx, name)
+		check("stream "+name, err)
+	}
+	buckets := []string{snats.SchedulesBucket}
+	if s.projections {
+		buckets = append(buckets, projections.Buckets()...)
+		buckets = append(buckets, projector.ControlBucket)
+	}
+	for _, b := range buckets {
+		_, err := s.js.KeyValue(ctx, b)
+		check("bucket "+b, err)
+	}
+	if s.projections {
+		lag, err := projector.ReadLag(ctx, s.js, "", time.Now())
+		if err == nil && lag.Pending > s.ops.readyMaxLag {
+			err = fmt.Errorf("%d events to apply, more than --ready-max-lag %d", lag.Pending, s.ops.readyMaxLag)
 		}
-	}()
-	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
+		if err == nil && lag.Behind > s.ops.readyMaxBehind {
+			err = fmt.Errorf("%s behind the log, more than --ready-max-behind %s", lag.Behind.Round(time.Millisecond), s.ops.readyMaxBehind)
+		}
+		check(fmt.Sprintf("projection lag %d events", lag.Pending), err)
 	}
-	return ln.Addr().String(), stop, nil
+	return lines, ready
 }

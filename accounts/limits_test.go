@@ -1,0 +1,63 @@
+package accounts_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/accounts"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+
+func TestRateLimitsBurstThenRate(t *testing.T) {
+	l := accounts.Limits{RatePerSec: 5, Burst: 3}
+	var tat time.Time
+	now := t0
+	allowed := 0
+	for i := 0; i < 3; i++ {
+		var ok bool
+		tat, _, ok = l.Rate(tat, now)
+		require.True(t, ok, "the burst starts at once")
+		allowed++
+	}
+	_, wait, ok := l.Rate(tat, now)
+	require.False(t, ok)
+	require.Equal(t, 200*time.Millisecond, wait, "then one every 1/rate")
+	// Over 10 seconds, at most rate*10 + burst start.
+	for now = t0; now.Before(t0.Add(10 * time.Second)); now = now.Add(10 * time.Millisecond) {
+		if next, _, ok := l.Rate(tat, now); ok {
+			tat = next
+			allowed++
+		}
+	}
+	require.LessOrEqual(t, allowed, 5*10+3)
+	require.GreaterOrEqual(t, allowed, 5*10)
+}
+
+func TestBudget(t *testing.T) {
+	l := accounts.Limits{DailyPages: 10, DailyMicros: 8000, PriceMicros: 1000}
+	s := accounts.Spend{}.Add(7, l.Price())
+	require.True(t, l.Fits(s, 1))
+	require.False(t, l.Fits(s, 2), "money runs out first")
+	require.True(t, accounts.Limits{}.Fits(s, 100), "no budget, no limit")
+	require.Equal(t, accounts.Spend{}, s.Add(-9, 1000), "a refund never goes below zero")
+	require.Equal(t, 1, accounts.PagesFor(10))
+	require.Equal(t, 10, accounts.PagesFor(100))
+	require.Equal(t, "2026-12-02", accounts.Day(t0.Add(9*time.Hour)))
+}
+
+func TestLimitsValidate(t *testing.T) {
+	require.NoError(t, accounts.Limits{MaxInFlight: 4, RatePerSec: 2.5}.Validate())
+	require.Error(t, accounts.Limits{MaxInFlight: -1}.Validate())
+	require.Error(t, accounts.Limits{MaxInFlight: 5000}.Validate())
+	require.True(t, accounts.Limits{}.Unlimited())
+}
+
+func TestRetryFavoursHighPriorityWithoutStarving(t *testing.T) {
+	high := accounts.Retry(true, 0, time.Minute, 100*time.Millisecond, 0.5)
+	normal := accounts.Retry(false, 0, time.Minute, 100*time.Millisecond, 0.5)
+	require.Less(t, high, normal)
+	starved := accounts.Retry(false, 2*time.Minute, time.Minute, 100*time.Millisecond, 0.5)
+	require.Equal(t, high, starved, "a normal job kept waiting is served like a high one")
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/accounts"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+func init() {
+	register(command{name: "accounts", summary: "show API accounts' spend and limits, or change a limit (applies at once)", run: runAccounts})
+}
+
+const accountsUsage = `Usage: serpent accounts [-o json]
+       serpent accounts set ACCOUNT [--max-in-flight N] [--rate R] [--burst B]
+                                    [--daily-pages P] [--daily-micros M] [--price-micros X]
+
+Every API account can be held to limits that every worker of every engine
+obeys: searches in flight, a rate (searches a second, with a burst), and a
+daily budget in billed pages or money (micro-dollars). A limit that is reached
+makes jobs wait; it never fails them. A resend of a key that was sent before
+cannot buy, so the budget never holds it back. A 429 or Retry-After from the
+API pauses the whole account. Limits are kept in the KV bucket serp_accounts;
+"set" changes only the limits given (0 removes one) and every engine applies
+the change at once. The default account is "default". Flags:
+
+`
+
+func runAccounts(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("accounts", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf natsFlags
+	nf.register(fs)
+	out := outputFlag(fs)
+	inFlight := fs.Int("max-in-flight", -1, "set: searches in flight at once over every worker (0: no limit)")
+	rate := fs.Float64("rate", -1, "set: searches a second on average (0: no limit)")
+	burst := fs.Int("burst", -1, "set: searches that may start at once above the rate")
+	pages := fs.Int("daily-pages", -1, "set: pages the account may buy a UTC day (0: no limit)")
+	micros := fs.Int64("daily-micros", -1, "set: micro-dollars the account may spend a UTC day (0: no limit)")
+	price := fs.Int64("price-micros", -1, "set: price of a page in micro-dollars (default 1000)")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), accountsUsage); fs.PrintDefaults() }
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: accounts: %v", errUsage, err)
+	}
+	if err := out.check(); err != nil {
+		return err
+	}
+	nc, js, err := nf.connect(env, nil, "serpent accounts")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	switch {
+	case len(pos) == 0:
+	case pos[0] == "set" && len(pos) == 2:
+		lim, err := currentLimits(ctx, js, pos[1])
+		if err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			given bool
+			set   func()
+		}{
+			{*inFlight >= 0, func() { lim.MaxInFlight = *inFlight }},
+			{*rate >= 0, func() { lim.RatePerSec = *rate }},
+			{*burst >= 0, func() { lim.Burst = *burst }},
+			{*pages >= 0, func() { lim.DailyPages = *pages }},
+			{*micros >= 0, func() { lim.DailyMicros = *micros }},
+			{*price >= 0, func() { lim.PriceMicros = *price }},
+		} {
+			if f.given {
+				f.set()
+			}
+		}
+		if err := worker.SetLimits(ctx, js, pos[1], lim); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	default:
+		return fmt.Errorf("%w: accounts takes no arguments, or: set ACCOUNT [flags]", errUsage)
+	}
+	st, err := worker.AccountStatuses(ctx, js, time.Now())
+	if err != nil {
+		return err
+	}
+	if out.json() {
+		return printJSON(stdout, st)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACCOUNT\tIN FLIGHT\tRATE\tSPENT TODAY\tBUDGET\tPAUSED\tWAITING")
+	for _, a := range st {
+		l := a.Limits
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d pages, %s\t%s\t%s\t%s\n", a.Account,
+			ofLimit(a.InFlight, l.MaxInFlight), rateText(l), a.SpentToday.Pages, dollars(a.SpentToday.Micros),
+			budgetText(l), pausedText(a), waitingText(a))
+	}
+	return tw.Flush()
+}
+
+func currentLimits(ctx context.Context, js jetstream.JetStream, account string) (accounts.Limits, error) {
+	var lim accounts.Limits
+	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
+	if err != nil {
+		return lim, fmt.Errorf("bucket %s: %w (start serpent run once to provision it)", snats.AccountsBucket, err)
+	}
+	e, err := kv.Get(ctx, "limits."+account)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return lim, nil
+	}
+	if err != nil {
+		return lim, err
+	}
+	return lim, json.Unmarshal(e.Value(), &lim)
+}
+
+func ofLimit(n, limit int) string {
+	if limit == 0 {
+		return fmt.Sprintf("%d", n)
+	}
+	return fmt.Sprintf("%d of %d", n, limit)
+}
+
+func rateText(l accounts.Limits) string {
+	if l.RatePerSec == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%g/s, burst %d", l.RatePerSec, max(l.Burst, 1))
+}
+
+func budgetText(l accounts.Limits) string {
+	var parts []string
+	if l.DailyPages > 0 {
+		parts = append(parts, fmt.Sprintf("%d pages", l.DailyPages))
+	}
+	if l.DailyMicros > 0 {
+		parts = append(parts, dollars(l.DailyMicros))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ") + " a day"
+}
+
+func pausedText(a worker.AccountStatus) string {
+	if a.PausedUntil == nil {
+		return "-"
+	}
+	return "until " + a.PausedUntil.UTC().Format(time.RFC3339) + " (" + a.PauseReason + ")"
+}
+
+func waitingText(a worker.AccountStatus) string {
+	if a.Waiting == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, r := range []string{worker.WaitPaused, worker.WaitInFlight, worker.WaitRate, worker.WaitBudget} {
+		if n := a.WaitingWhy[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", a.Waiting, strings.Join(parts, ", "))
+}
+
+// accountDef is one API account in the --accounts file.
+type accountDef struct {
+	Name      string           `json:"name"`
+	BaseURL   string           `json:"base_url,omitempty"`
+	TokenEnv  string           `json:"token_env,omitempty"`
+	TokenFile string           `json:"token_file,omitempty"`
+	Limits    *accounts.Limits `json:"limits,omitempty"`
+}
+
+// readAccounts reads the --accounts file strictly.
+func readAccounts(path string) ([]accountDef, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --accounts: %v", errUsage, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	var defs []accountDef
+	if err := dec.Decode(&defs); err != nil {
+		return nil, fmt.Errorf("%w: --accounts %s: a JSON list of {name, base_url, token_env, token_file, limits}: %v", errUsage, path, err)
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, d := range defs {
+		switch {
+		case d.Name == "":
+			errs = append(errs, fmt.Errorf("account %d has no name", i+1))
+		case seen[d.Name]:
+			errs = append(errs, fmt.Errorf("account %q appears twice", d.Name))
+		}
+		seen[d.Name] = true
+		if d.Limits != nil {
+			if err := d.Limits.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("account %q: %v", d.Name, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: --accounts %s: %v", errUsage, path, err)
+	}
+	return defs, nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+// startAccounts makes a client for every account of the --accounts file
+// (the default API serves "default" unless the file names it), and the
+// limiter that holds every account to its limits. Limits given in the file
+// are stored only for accounts that have none yet, so a limit changed with
+// "serpent accounts set" is not undone by a restart.
+func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string, js jetstream.JetStream, def *serper.Client,
+	log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]worker.API, *worker.Limiter, error) {
+	name := f.name
+	if name == "" {
+		name = worker.DefaultName()
+	}
+	lim, err := worker.NewLimiter(ctx, js, name, f.policy.Lease.D(), nil, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanup = append(*cleanup, lim.Close)
+	if f.accountsFile == "" {
+		return nil, lim, nil
+	}
+	defs, err := readAccounts(f.accountsFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]worker.API{"default": def}
+	for _, d := range defs {
+		client := def
+		if d.BaseURL != "" || d.TokenEnv != "" || d.TokenFile != "" {
+			cfg := def.Config()
+			if d.BaseURL != "" {
+				cfg.BaseURL = d.BaseURL
+			}
+			switch {
+			case d.TokenFile != "":
+				if cfg.Token, err = serper.TokenFromFile(d.TokenFile); err != nil {
+					return nil, nil, fmt.Errorf("%w: account %q: %v", errUsage, d.Name, err)
+				}
+			case d.TokenEnv != "":
+				if cfg.Token = env(d.TokenEnv); cfg.Token == "" {
+					return nil, nil, fmt.Errorf("%w: account %q: $%s is empty", errUsage, d.Name, d.TokenEnv)
+				}
+			}
+			if client, err = serper.New(cfg); err != nil {
+				return nil, nil, fmt.Errorf("%w: account %q: %v", errUsage, d.Name, err)
+			}
+			*cleanup = append(*cleanup, client.CloseIdleConnections)
+		}
+		out[d.Name] = client
+		if d.Limits != nil {
+			if have, err := currentLimits(ctx, js, d.Name); err != nil {
+				return nil, nil, err
+			} else if have.Unlimited() {
+				if err := worker.SetLimits(ctx, js, d.Name, *d.Limits); err != nil {
+					return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+				}
+			}
+		}
+	}
+	say("%d API accounts: %s", len(out), accountNames(out))
+	return out, lim, nil
+}
+
+func accountNames(m map[string]worker.API) string {
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}

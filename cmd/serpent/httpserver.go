@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/serpent-engine/serpent/metrics"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+// opsServer is what the HTTP server of "serpent run" shows: the status
+// page (/), the metrics (/metrics), liveness (/healthz) and readiness
+// (/readyz).
+type opsServer struct {
+	nc     *natsgo.Conn
+	js     jetstream.JetStream
+	worker string
+	// projections is set when this process keeps the projection buckets;
+	// readiness then includes their lag.
+	projections bool
+	ops         opsFlags
+	metrics     *metrics.Metrics
+	tally       *metrics.Tally
+	log         *slog.Logger
+}
+
+// newEngineMetrics returns the registry of "serpent run" and the tally of
+// the log it shows; the tally is fed by serveHTTP.
+func newEngineMetrics(js jetstream.JetStream) (*metrics.Metrics, *metrics.Tally) {
+	tally := metrics.NewTally()
+	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", time.Now()) }
+	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js) }
+	return metrics.New(metrics.Options{Tally: tally, Lag: lag, Accounts: accts, Version: version}), tally
+}
+
+// accountFigures reads the API accounts' shared state for the metrics.
+func accountFigures(ctx context.Context, js jetstream.JetStream) ([]metrics.Account, error) {
+	sts, err := worker.AccountStatuses(ctx, js, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metrics.Account, 0, len(sts))
+	for _, a := range sts {
+		out = append(out, metrics.Account{Name: a.Account, SpentPages: a.SpentToday.Pages, SpentMicros: a.SpentToday.Micros,
+			BudgetPages: a.Limits.DailyPages, BudgetMicros: a.Limits.DailyMicros, InFlight: a.InFlight,
+			MaxInFlight: a.Limits.MaxInFlight, Waiting: a.WaitingWhy, Paused: a.PausedUntil != nil})
+	}
+	return out, nil
+}
+
+// handler routes the endpoints.
+func (s *opsServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	return mux
+}
+
+// serveHTTP listens on addr and serves until stop is called; meanwhile it
+// feeds the tally from the event log. It returns the address it listens
+// on.
+func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("HTTP endpoint on %s: %w (use --http)", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); metrics.Follow(ctx, s.js, s.tally, s.log) }()
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP endpoint stopped", "err", err)
+		}
+	}()
+	stop := func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer scancel()
+		_ = srv.Shutdown(sctx)
+		cancel()
+		wg.Wait()
+	}
+	return ln.Addr().String(), stop, nil
+}

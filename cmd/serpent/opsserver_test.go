@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/accounts"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+// opsURL is the base URL of the engine's HTTP server, from what it printed.
+func (r *engineRun) opsURL(t *testing.T) string {
+	t.Helper()
+	m := regexp.MustCompile(`status page on (http://\S+)/ `).FindStringSubmatch(r.stdout.String())
+	require.NotNil(t, m, "serpent run did not print its status page:\n%s", r.stdout)
+	return m[1]
+}
+
+// get fetches a URL and returns its status code and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// metricValue finds one sample of a /metrics body, -1 if it is not there.
+func metricValue(body, sample string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// terminalJobs counts the finished jobs /metrics reports.
+func terminalJobs(body string) int {
+	n := 0
+	for _, s := range []string{"succeeded", "failed", "charged_no_result", "cancelled"} {
+		n += max(int(metricValue(body, fmt.Sprintf(`serpent_jobs{state=%q}`, s))), 0)
+	}
+	return n
+}
+
+// publishJobs publishes n distinct schedule commands for slots now and
+// returns their payloads.
+func publishJobs(t *testing.T, js jetstream.JetStream, prefix string, n int) []string {
+	t.Helper()
+	var out []string
+	for i := range n {
+		p := fmt.Sprintf(`{"slot":"2026-12-02T14:%02d:00Z","query":"%s %d","country":"US","language":"en","device":"mobile"}`, i%60, prefix, i)
+		_, err := js.Publish(context.Background(), snats.ScheduleSubject, []byte(p))
+		require.NoError(t, err)
+		out = append(out, p)
+	}
+	return out
+}
+
+// waitFinished waits until /metrics counts n finished jobs.
+func waitFinished(t *testing.T, base string, n int) string {
+	t.Helper()
+	var body string
+	natstest.WaitFor(t, time.Minute, func() error {
+		_, body = get(t, base+"/metrics")
+		if got := terminalJobs(body); got < n {
+			return fmt.Errorf("%d of %d jobs finished", got, n)
+		}
+		return nil
+	})
+	return body
+}
+
+// TestOpsEndpoints: /metrics counts what the engine did, /healthz and
+// /readyz answer, and readiness fails with a clear reason when the
+// projections lag more than allowed.
+func TestOpsEndpoints(t *testing.T) {
+	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--log-level", "warn")
+	base := r.opsURL(t)
+	_, js := natstest.Connect(t, r.natsURL)
+	require.NoError(t, worker.SetLimits(context.Background(), js, "default", accounts.Limits{MaxInFlight: 3, DailyPages: 1000}))
+	publishJobs(t, js, "ops", 5)
+	body := waitFinished(t, base, 5)
+
+	require.Equal(t, 5.0, metricValue(body, `serpent_jobs{state="succeeded"}`))
+	require.Equal(t, 5.0, metricValue(body, `serpent_sends_total{class="success"}`))
+	require.Equal(t, 5.0, metricValue(body, `serpent_purchases_total`))
+	require.Equal(t, 0.0, metricValue(body, `serpent_suspected_double_charges`))
+	require.Greater(t, metricValue(body, `serpent_billed_pages_total{source="observation"}`), 0.0)
+	require.Equal(t, 5.0, metricValue(body, `serpent_api_request_seconds_count{account="default",status="200"}`))
+	require.Greater(t, metricValue(body, `serpent_append_seconds_count{result="ok"}`), 0.0)
+	require.Greater(t, metricValue(body, `serpent_group_commit_events_count`), 0.0)
+	require.Equal(t, 1.0, metricValue(body, `serpent_projection_lag_up`))
+	// The account's spend and limits, as every worker shares them.
+	require.Equal(t, 1.0, metricValue(body, `serpent_accounts_up`))
+	require.Equal(t, 1000.0, metricValue(body, `serpent_account_budget_pages{account="default"}`))
+	require.Equal(t, 3.0, metricValue(body, `serpent_account_max_in_flight{account="default"}`))
+	require.Equal(t, 5.0, metricValue(body, `serpent_account_spent_pages{account="default"}`), "one page per search")
+	require.Equal(t, 0.0, metricValue(body, `serpent_account_in_flight{account="default"}`))
+	require.Equal(t, 0.0, metricValue(body, `serpent_account_paused{account="default"}`))
+	require.GreaterOrEqual(t, metricValue(body, `serpent_account_waiting_jobs{account="default",reason="in_flight"}`), 0.0)
+
+	code, health := get(t, base+"/healthz")
+	require.Equal(t, 200, code)
+	require.Equal(t, "ok\n", health)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		code, ready := get(t, base+"/readyz")
+		if code != 200 {
+			return fmt.Errorf("readyz %d:\n%s", code, ready)
+		}
+		for _, want := range []string{"ok   nats connected", "ok   stream SERP_EVENTS", "ok   bucket serp_status", "ok   projection lag"} {
+			require.Contains(t, ready, want)
+		}
+		return nil
+	})
+}
+
+// TestReadyzReportsLag: with the projection buckets made but no runner
+// applying, one event more than --ready-max-lag 0 fails readiness, and
+// /readyz says why.
+func TestReadyzReportsLag(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	_, err = projector.New(ctx, srv.JS, projector.Config{})
+	require.NoError(t, err)
+	mx, tally := newEngineMetrics(srv.JS)
+	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true, ops: opsFlags{readyMaxLag: 0, readyMaxBehind: time.Hour}, metrics: mx, tally: tally}
+	lines, ok := ops.readiness(ctx)
+	require.True(t, ok, "nothing to apply yet: %v", lines)
+
+	_, err = srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`{}`))
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Contains(t, rec.Body.String(), "FAIL projection lag 1 events: 1 events to apply, more than --ready-max-lag 0")
+	require.Contains(t, rec.Body.String(), "ok   stream SERP_WORK")
+}

@@ -1,0 +1,95 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/nats/projector"
+)
+
+// lagTimeout bounds the lag read of one scrape.
+const lagTimeout = 2 * time.Second
+
+// logCollector turns the Tally and the projections' lag into metrics at
+// scrape time.
+type logCollector struct {
+	tally *Tally
+	lag   func(ctx context.Context) (projector.Lag, error)
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	descJobs            = desc("serpent_jobs", "Jobs by state, folded from the event log.", "state")
+	descEvents          = desc("serpent_events_total", "Events in the log by type.", "type")
+	descSends           = desc("serpent_sends_total", "Send outcomes by class (success, unknown, in_progress, unresolved, retryable, rate_limited, replay_unavailable, failure).", "class")
+	descRotations       = desc("serpent_key_rotations_total", "New attempt keys by the reason the previous key was replaced.", "reason")
+	descReconciliations = desc("serpent_reconciliations_total", "Billing ledger reconciliations by verdict (charged, not_charged).", "verdict")
+	descPurchases       = desc("serpent_purchases_total", "Searches the log says were bought: stored observations and charges found without a result.")
+	descPages           = desc("serpent_billed_pages_total", "Pages billed (after the account's free pages): pages with results of stored observations (source=observation) and billed pages of charges found without a result (source=charged_no_result).", "source")
+	descDoubles         = desc("serpent_suspected_double_charges", "Jobs whose log shows more purchases than one plus their authorised re-purchases. Must be 0.")
+	descUndecodable     = desc("serpent_undecodable_events_total", "Messages of SERP_EVENTS that are not readable events.")
+	descLogSeq          = desc("serpent_metrics_log_seq", "Stream sequence of the last event these metrics counted.")
+	descLagEvents       = desc("serpent_projection_lag_events", "Events of SERP_EVENTS not applied to the projection buckets yet.")
+	descLagSeconds      = desc("serpent_projection_lag_seconds", "How much older the newest applied event is than the newest event (0 when caught up).")
+	descLastSeq         = desc("serpent_event_log_last_seq", "Last stream sequence of SERP_EVENTS.")
+	descLagUp           = desc("serpent_projection_lag_up", "1 if the projections' lag could be read at this scrape, else 0.")
+)
+
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descJobs, descEvents, descSends, descRotations, descReconciliations, descPurchases,
+		descPages, descDoubles, descUndecodable, descLogSeq, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
+		ch <- d
+	}
+}
+
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.tally != nil {
+		c.collectTally(ch)
+	}
+	if c.lag != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+		defer cancel()
+		lag, err := c.lag(ctx)
+		up := 0.0
+		if err == nil {
+			up = 1
+			ch <- prometheus.MustNewConstMetric(descLagEvents, prometheus.GaugeValue, float64(lag.Pending))
+			ch <- prometheus.MustNewConstMetric(descLagSeconds, prometheus.GaugeValue, lag.Behind.Seconds())
+			ch <- prometheus.MustNewConstMetric(descLastSeq, prometheus.GaugeValue, float64(lag.Last))
+		}
+		ch <- prometheus.MustNewConstMetric(descLagUp, prometheus.GaugeValue, up)
+	}
+}
+
+func (c *logCollector) collectTally(ch chan<- prometheus.Metric) {
+	n := c.tally.Counts()
+	for _, s := range aggregate.Statuses() {
+		ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(n.Jobs[s]), string(s))
+	}
+	counters := func(d *prometheus.Desc, m map[string]uint64, always ...string) {
+		for _, k := range always {
+			if _, ok := m[k]; !ok {
+				m[k] = 0
+			}
+		}
+		for k, v := range m {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), k)
+		}
+	}
+	counters(descEvents, n.Events)
+	counters(descSends, n.Sends, string(aggregate.ClassSuccess), string(aggregate.ClassUnknown))
+	counters(descRotations, n.Rotations)
+	counters(descReconciliations, n.Reconciliations, aggregate.VerdictCharged, aggregate.VerdictNotCharged)
+	ch <- prometheus.MustNewConstMetric(descPurchases, prometheus.CounterValue, float64(n.Purchases))
+	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(n.ResultPages), "observation")
+	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(n.ChargedPages), "charged_no_result")
+	ch <- prometheus.MustNewConstMetric(descDoubles, prometheus.GaugeValue, float64(n.DoubleCharges))
+	ch <- prometheus.MustNewConstMetric(descUndecodable, prometheus.CounterValue, float64(n.Undecodable))
+	ch <- prometheus.MustNewConstMetric(descLogSeq, prometheus.GaugeValue, float64(n.Seq))
+}

@@ -1,0 +1,20 @@
+// Package metrics is serpent's Prometheus registry: what an operator
+// scrapes from /metrics of serpent run.
+//
+// Job-level figures (jobs by state, sends by outcome class, key rotations,
+// reconciliations and their verdicts, billed pages, purchases and
+// suspected double charges) are not counters threaded through the engine:
+// a Tally folds them from the event log itself (Follow reads SERP_EVENTS
+// with an ordered consumer from sequence 1), so they survive restarts,
+// agree across every process that serves them and equal what an audit of
+// the log would count. The projections' lag is read from the server at
+// scrape time.
+//
+// Only timings need hooks inside the process: Metrics is the engine's
+// search observer (API latency by account and reply), wraps the event
+// store (append latency) and takes the group committer's OnCommit (batch
+// sizes and commit time).
+//
+// Nothing here ever sees the API token: metrics are built from events,
+// results without their bodies and durations.
+package metrics

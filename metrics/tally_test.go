@@ -1,0 +1,116 @@
+package metrics_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/metrics"
+	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+)
+
+// sampleRecords is projectionstest's six jobs, interleaved as a busy engine
+// writes them.
+func sampleRecords(t *testing.T) ([][]events.Event, []projections.Record) {
+	t.Helper()
+	jobs := projectionstest.SampleLog(t)
+	return jobs, projectionstest.Interleave(jobs)
+}
+
+func TestTallyCountsTheLog(t *testing.T) {
+	jobs, recs := sampleRecords(t)
+	storedA := jobs[0][len(jobs[0])-1] // job a's ObservationStored
+	require.IsType(t, events.ObservationStored{}, storedA.Data)
+
+	tests := []struct {
+		name  string
+		recs  []projections.Record
+		check func(t *testing.T, c metrics.Counts)
+	}{
+		{"the sample log", recs, func(t *testing.T, c metrics.Counts) {
+			require.Equal(t, map[aggregate.Status]int{aggregate.StatusSucceeded: 4, aggregate.StatusFailed: 1,
+				aggregate.StatusScheduled: 1, aggregate.StatusSending: 0, aggregate.StatusRetrying: 0,
+				aggregate.StatusReconciling: 0, aggregate.StatusChargedNoResult: 0, aggregate.StatusCancelled: 0}, c.Jobs)
+			require.Equal(t, map[string]uint64{"success": 4, "unknown": 1, "retryable": 1, "replay_unavailable": 1, "failure": 1}, c.Sends)
+			require.Equal(t, map[string]uint64{"charged": 1}, c.Reconciliations)
+			rotations := uint64(0)
+			for _, n := range c.Rotations {
+				rotations += n
+			}
+			require.EqualValues(t, 2, rotations, "c's new key after a 408 and d's re-purchase: %v", c.Rotations)
+			require.EqualValues(t, 5, c.Purchases, "four observations and one charge without a result")
+			require.EqualValues(t, 4, c.ResultPages)
+			require.EqualValues(t, 1, c.ChargedPages)
+			require.Zero(t, c.DoubleCharges, "d's second purchase was authorised")
+			require.EqualValues(t, len(recs), c.Seq)
+		}},
+		{"an unauthorised second purchase", append(recs, projections.Record{Seq: uint64(len(recs) + 1), Event: storedA}),
+			func(t *testing.T, c metrics.Counts) {
+				require.Equal(t, 1, c.DoubleCharges)
+				require.EqualValues(t, 6, c.Purchases)
+			}},
+		{"events seen again count once", append(append([]projections.Record{}, recs...), recs...), func(t *testing.T, c metrics.Counts) {
+			require.EqualValues(t, 5, c.Purchases)
+			require.Equal(t, 4, c.Jobs[aggregate.StatusSucceeded])
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tally := metrics.NewTally()
+			for _, r := range tt.recs {
+				tally.Apply(r)
+			}
+			tt.check(t, tally.Counts())
+		})
+	}
+}
+
+func TestTallyStatesMatchTheFold(t *testing.T) {
+	jobs, recs := sampleRecords(t)
+	tally := metrics.NewTally()
+	for _, r := range recs {
+		tally.Apply(r)
+	}
+	want := map[aggregate.Status]int{}
+	for _, j := range jobs {
+		want[aggregate.Fold(j).Status]++
+	}
+	got := tally.Counts().Jobs
+	for s, n := range want {
+		require.Equal(t, n, got[s], "state %s", s)
+	}
+	recent := tally.Recent()
+	require.Len(t, recent, len(jobs))
+	require.Equal(t, recs[len(recs)-1].Event.JobID, recent[0], "the last job changed comes first")
+}
+
+func TestTallyReconcilingQueue(t *testing.T) {
+	ids := projectionstest.IDsFrom(0)
+	var recs []projections.Record
+	add := func(j *projectionstest.Job, from int) {
+		for _, e := range j.Log[from:] {
+			recs = append(recs, projections.Record{Seq: uint64(len(recs) + 1), Event: e})
+		}
+	}
+	for i, q := range []string{"first", "second", "third"} {
+		j := projectionstest.NewJob(t, ids, q, projectionstest.T0)
+		j.Now = j.Now.Add(time.Duration(i) * time.Minute)
+		j.Send()
+		j.Reply(aggregate.Outcome{Status: 409, Code: "idempotency_replay_unavailable", RequestID: q})
+		add(j, 0)
+	}
+	tally := metrics.NewTally()
+	for _, r := range recs {
+		tally.Apply(r)
+	}
+	queue, n := tally.Reconciling(2)
+	require.Equal(t, 3, n)
+	require.Len(t, queue, 2)
+	require.True(t, queue[0].Since.Before(queue[1].Since), "the longest waiting first")
+	require.Equal(t, "replay_unavailable", queue[0].Reason)
+	require.Equal(t, 3, tally.Counts().Jobs[aggregate.StatusReconciling])
+}

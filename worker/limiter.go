@@ -1,0 +1,508 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/accounts"
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// Limiter enforces each API account's limits over every worker in every
+// process: the state it shares lives in the KV bucket serp_accounts, so a
+// limit holds however many engines run, and a changed limit applies at
+// once (every limiter watches the bucket).
+//
+// Keys: limits.<account> (set by operators), slot.<account>.<n> (a search
+// in flight, held until it ends or its lease runs out), rate.<account> (the
+// rate limiter's theoretical arrival time), pause.<account> (until when
+// the API asked the account to slow down), spend.<account>.<day> (pages
+// bought, or in flight, that UTC day) and wait.<account>.<worker> (how many
+// jobs a worker holds back, and why).
+type Limiter struct {
+	kv     jetstream.KeyValue
+	worker string
+	now    func() time.Time
+	lease  time.Duration
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	limits  map[string]accounts.Limits
+	pauses  map[string]time.Time
+	slots   map[string]time.Time             // slot key -> held until
+	freed   map[string]chan struct{}         // account -> closed when one of its slots frees
+	waiting map[string]map[string]waitReason // account -> job -> why
+	stop    func()
+}
+
+// hold is how long a search waits in the process for a slot of its
+// account before its job goes back to wait on its timer.
+const hold = time.Second
+
+type waitReason struct {
+	reason string
+	since  time.Time
+}
+
+// Reasons a job waits for its account.
+const (
+	WaitPaused   = "paused"    // the API asked the account to slow down
+	WaitInFlight = "in_flight" // as many searches in flight as allowed
+	WaitRate     = "rate"      // the rate limit
+	WaitBudget   = "budget"    // the day's budget is spent
+)
+
+// ThrottledError says a job may not start a search now and for how long
+// its account is held back. Nothing was written; the job waits.
+type ThrottledError struct {
+	Account string
+	Reason  string
+	For     time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("account %q is held back (%s) for %s", e.Account, e.Reason, e.For)
+}
+
+// NewLimiter starts a limiter on the serp_accounts bucket (provisioned by
+// nats.EnsureEngineStreams). lease is how long a slot of a crashed worker
+// stays taken. Close stops it.
+func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, lease time.Duration, now func() time.Time, log *slog.Logger) (*Limiter, error) {
+	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Limiter{kv: kv, worker: worker, now: now, lease: lease, log: log, limits: map[string]accounts.Limits{},
+		pauses: map[string]time.Time{}, slots: map[string]time.Time{}, freed: map[string]chan struct{}{},
+		waiting: map[string]map[string]waitReason{}}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := kv.WatchFiltered(wctx, []string{"limits.*", "pause.*", "slot.>"})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	go l.watch(w, ready, done)
+	go l.publishWaiting(wctx)
+	l.stop = func() { cancel(); _ = w.Stop(); <-done }
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		l.Close()
+		return nil, ctx.Err()
+	}
+	return l, nil
+}
+
+// Close stops watching.
+func (l *Limiter) Close() { l.stop() }
+
+func (l *Limiter) watch(w jetstream.KeyWatcher, ready, done chan struct{}) {
+	defer close(done)
+	once := sync.Once{}
+	for e := range w.Updates() {
+		if e == nil {
+			once.Do(func() { close(ready) })
+			continue
+		}
+		l.apply(e)
+	}
+	once.Do(func() { close(ready) })
+}
+
+func (l *Limiter) apply(e jetstream.KeyValueEntry) {
+	key := e.Key()
+	deleted := e.Operation() != jetstream.KeyValuePut
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch kind, rest, _ := strings.Cut(key, "."); kind {
+	case "limits":
+		var lim accounts.Limits
+		if deleted || json.Unmarshal(e.Value(), &lim) != nil {
+			delete(l.limits, rest)
+		} else {
+			l.limits[rest] = lim
+		}
+	case "pause":
+		var p pauseValue
+		if deleted || json.Unmarshal(e.Value(), &p) != nil {
+			delete(l.pauses, rest)
+		} else {
+			l.pauses[rest] = p.Until
+		}
+	case "slot":
+		var s slotValue
+		if deleted || json.Unmarshal(e.Value(), &s) != nil {
+			delete(l.slots, key)
+			acct, _, _ := strings.Cut(rest, ".")
+			if ch, ok := l.freed[acct]; ok {
+				close(ch)
+				delete(l.freed, acct)
+			}
+		} else {
+			l.slots[key] = s.Until
+		}
+	}
+}
+
+// freedSignal returns a channel closed when a slot of the account frees.
+func (l *Limiter) freedSignal(acct string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch, ok := l.freed[acct]
+	if !ok {
+		ch = make(chan struct{})
+		l.freed[acct] = ch
+	}
+	return ch
+}
+
+// Limits returns an account's limits as this limiter knows them.
+func (l *Limiter) Limits(account string) accounts.Limits {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limits[accountKey(account)]
+}
+
+type slotValue struct {
+	Worker string    `json:"worker"`
+	Job    string    `json:"job"`
+	Until  time.Time `json:"until"`
+}
+
+type pauseValue struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+type rateValue struct {
+	TAT time.Time `json:"tat"`
+}
+
+// accountKey is the name an account has in keys: "default" for "".
+func accountKey(account string) string {
+	if account == "" {
+		return "default"
+	}
+	return account
+}
+
+// Permit is one search's place within its account's limits. Done gives it
+// back, with what the search bought.
+type Permit struct {
+	l        *Limiter
+	account  string
+	slot     string
+	slotRev  uint64
+	reserved int
+	day      string
+	price    int64
+}
+
+// Request is one search that asks to start.
+type Request struct {
+	Account string
+	JobID   string
+	// Resend is a resend of a key sent before: it cannot buy anything, so
+	// the budget does not hold it back (it still counts in flight and
+	// against the rate).
+	Resend bool
+	// High goes before others waiting in this process for a slot.
+	High bool
+	// Pages is what the search may bill.
+	Pages int
+}
+
+// Acquire asks to start one search. When the account has no free slot the
+// search waits in the process a moment for one (high-priority searches
+// take a freed slot first); it returns a *ThrottledError when the account
+// must wait longer.
+func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
+	account, jobID, resend, pages := r.Account, r.JobID, r.Resend, r.Pages
+	acct := accountKey(account)
+	now := l.now()
+	l.mu.Lock()
+	lim, pause := l.limits[acct], l.pauses[acct]
+	l.mu.Unlock()
+	if now.Before(pause) {
+		return nil, l.throttle(acct, jobID, WaitPaused, pause.Sub(now))
+	}
+	p := &Permit{l: l, account: acct, price: lim.Price()}
+	if lim.Unlimited() {
+		l.notWaiting(acct, jobID)
+		return p, nil
+	}
+	if lim.MaxInFlight > 0 {
+		if err := l.waitForSlot(ctx, p, r, lim.MaxInFlight); err != nil {
+			return nil, err
+		}
+		// The account may have been paused, or its limits changed, while
+		// this search waited for its slot.
+		now = l.now()
+		l.mu.Lock()
+		lim, pause = l.limits[acct], l.pauses[acct]
+		l.mu.Unlock()
+		if now.Before(pause) {
+			p.release(ctx)
+			return nil, l.throttle(acct, jobID, WaitPaused, pause.Sub(now))
+		}
+	}
+	if lim.RatePerSec > 0 {
+		wait, err := l.takeRate(ctx, acct, lim, now)
+		if err != nil || wait > 0 {
+			p.release(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return nil, l.throttle(acct, jobID, WaitRate, wait)
+		}
+	}
+	if !resend && (lim.DailyPages > 0 || lim.DailyMicros > 0) {
+		day := accounts.Day(now)
+		fits := false
+		err := l.update(ctx, "spend."+acct+"."+day, func(old []byte) ([]byte, error) {
+			var s accounts.Spend
+			if old != nil {
+				if err := json.Unmarshal(old, &s); err != nil {
+					return nil, err
+				}
+			}
+			if fits = lim.Fits(s, pages); !fits {
+				return nil, nil
+			}
+			return json.Marshal(s.Add(pages, lim.Price()))
+		})
+		if err != nil || !fits {
+			p.release(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return nil, l.throttle(acct, jobID, WaitBudget, 5*time.Second)
+		}
+		p.reserved, p.day = pages, day
+	}
+	l.notWaiting(acct, jobID)
+	return p, nil
+}
+
+// waitForSlot takes a slot, waiting up to hold for one to free. A normal
+// search lets a high one try first when a slot frees.
+func (l *Limiter) waitForSlot(ctx context.Context, p *Permit, r Request, n int) error {
+	timeout := time.NewTimer(hold)
+	defer timeout.Stop()
+	for {
+		freed := l.freedSignal(p.account)
+		ok, err := p.takeSlot(ctx, r.JobID, n, l.now())
+		if err != nil || ok {
+			return err
+		}
+		l.throttle(p.account, r.JobID, WaitInFlight, 0)
+		select {
+		case <-freed:
+			if !r.High {
+				select {
+				case <-time.After(20 * time.Millisecond):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		case <-timeout.C:
+			return l.throttle(p.account, r.JobID, WaitInFlight, 100*time.Millisecond)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// takeSlot takes a free slot of the account, starting at a random one; a
+// slot whose holder's lease ran out is free.
+func (p *Permit) takeSlot(ctx context.Context, jobID string, n int, now time.Time) (bool, error) {
+	l := p.l
+	value, err := json.Marshal(slotValue{Worker: l.worker, Job: jobID, Until: now.Add(l.lease)})
+	if err != nil {
+		return false, err
+	}
+	start := rand.IntN(n)
+	for i := range n {
+		key := "slot." + p.account + "." + strconv.Itoa((start+i)%n)
+		l.mu.Lock()
+		until, held := l.slots[key]
+		l.mu.Unlock()
+		if held && now.Before(until) {
+			continue
+		}
+		rev, err := l.kv.Create(ctx, key, value)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			e, gerr := l.kv.Get(ctx, key)
+			if gerr != nil {
+				continue
+			}
+			var s slotValue
+			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
+				continue // taken meanwhile
+			}
+			rev, err = l.kv.Update(ctx, key, value, e.Revision())
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			}
+		}
+		if err != nil {
+			return false, fmt.Errorf("limiter: take %s: %w", key, err)
+		}
+		p.slot, p.slotRev = key, rev
+		return true, nil
+	}
+	return false, nil
+}
+
+// takeRate advances the account's rate limiter, or says how long to wait.
+func (l *Limiter) takeRate(ctx context.Context, acct string, lim accounts.Limits, now time.Time) (time.Duration, error) {
+	var wait time.Duration
+	err := l.update(ctx, "rate."+acct, func(old []byte) ([]byte, error) {
+		var r rateValue
+		if old != nil {
+			if err := json.Unmarshal(old, &r); err != nil {
+				return nil, err
+			}
+		}
+		next, w, ok := lim.Rate(r.TAT, now)
+		if wait = w; !ok {
+			return nil, nil
+		}
+		return json.Marshal(rateValue{TAT: next})
+	})
+	return wait, err
+}
+
+// Done gives the permit back. class and pages tell what the search did: a
+// result bills its pages, a definite outcome that ran nothing or was not
+// billed bills nothing, anything else (unknown, in progress, replay
+// unavailable) keeps what was reserved, since it may have been billed.
+func (p *Permit) Done(ctx context.Context, billed, definite bool, pages int) {
+	if p == nil {
+		return
+	}
+	p.release(ctx)
+	if p.reserved == 0 {
+		return
+	}
+	switch {
+	case billed:
+		p.adjust(ctx, pages-p.reserved)
+	case definite:
+		p.adjust(ctx, -p.reserved)
+	}
+}
+
+// Unused gives back a permit whose search never left.
+func (p *Permit) Unused(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	p.release(ctx)
+	p.adjust(ctx, -p.reserved)
+}
+
+func (p *Permit) adjust(ctx context.Context, pages int) {
+	if pages == 0 || p.day == "" {
+		return
+	}
+	if err := p.l.update(ctx, "spend."+p.account+"."+p.day, func(old []byte) ([]byte, error) {
+		var s accounts.Spend
+		if old != nil {
+			if err := json.Unmarshal(old, &s); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(s.Add(pages, p.price))
+	}); err != nil {
+		p.l.log.Warn("limiter: spend not adjusted", "account", p.account, "pages", pages, "err", err)
+	}
+}
+
+func (p *Permit) release(ctx context.Context) {
+	if p.slot == "" {
+		return
+	}
+	if err := p.l.kv.Delete(ctx, p.slot, jetstream.LastRevision(p.slotRev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		p.l.log.Warn("limiter: slot not released; it frees itself when its lease ends", "slot", p.slot, "err", err)
+	}
+	p.slot = ""
+}
+
+// Refund gives back pages of a day's spend that turned out not to be
+// bought (a reconciliation that found no charge).
+func (l *Limiter) Refund(ctx context.Context, account string, pages int) {
+	acct := accountKey(account)
+	if lim := l.Limits(account); lim.DailyPages == 0 && lim.DailyMicros == 0 {
+		return
+	}
+	(&Permit{l: l, account: acct, day: accounts.Day(l.now()), price: l.Limits(account).Price()}).adjust(ctx, -pages)
+}
+
+// Pause holds the whole account back until the given time: the API said
+// (429, Retry-After) that every search of the account should slow down.
+func (l *Limiter) Pause(ctx context.Context, account string, until time.Time, reason string) {
+	acct := accountKey(account)
+	err := l.update(ctx, "pause."+acct, func(old []byte) ([]byte, error) {
+		var p pauseValue
+		if old != nil && json.Unmarshal(old, &p) == nil && !p.Until.Before(until) {
+			return nil, nil // already paused as long
+		}
+		return json.Marshal(pauseValue{Until: until, Reason: reason})
+	})
+	if err != nil {
+		l.log.Warn("limiter: pause not recorded", "account", acct, "err", err)
+		return
+	}
+	l.mu.Lock()
+	if until.After(l.pauses[acct]) {
+		l.pauses[acct] = until
+	}
+	l.mu.Unlock()
+}
+
+// update changes one key with compare-and-set; fn returns nil to leave it.
+func (l *Limiter) update(ctx context.Context, key string, fn func(old []byte) ([]byte, error)) error {
+	for range 32 {
+		var old []byte
+		var rev uint64
+		e, err := l.kv.Get(ctx, key)
+		switch {
+		case err == nil:
+			old, rev = e.Value(), e.Revision()
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return fmt.Errorf("limiter: read %s: %w", key, err)
+		}
+		value, err := fn(old)
+		if err != nil || value == nil {
+			return err
+		}
+		if rev == 0 {
+			_, err = l.kv.Create(ctx, key, value)
+		} else {
+			_, err = l.kv.Update(ctx, key, value, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			continue // changed meanwhile
+		}
+		return err
+	}
+	return fmt.Errorf("limiter: %s keeps changing", key)
+}

@@ -1,0 +1,310 @@
+package worker_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/serpent-engine/serpent/accounts"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+// metered is the sandbox behind a handler that sees every search request:
+// how many run at once, and when each started.
+type metered struct {
+	h      http.Handler
+	mu     sync.Mutex
+	now    int
+	peak   int
+	starts []time.Time
+	status map[int]int
+	first  map[int]time.Time // when each status was first answered
+}
+
+func (m *metered) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/search" {
+		m.h.ServeHTTP(w, r)
+		return
+	}
+	m.mu.Lock()
+	m.now++
+	m.peak = max(m.peak, m.now)
+	m.starts = append(m.starts, time.Now())
+	m.mu.Unlock()
+	rec := &statusRecorder{ResponseWriter: w, status: 200}
+	m.h.ServeHTTP(rec, r)
+	m.mu.Lock()
+	m.now--
+	m.status[rec.status]++
+	if _, ok := m.first[rec.status]; !ok {
+		m.first[rec.status] = time.Now()
+	}
+	m.mu.Unlock()
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+
+// Hijack keeps the sandbox's dropped-connection faults working.
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return s.ResponseWriter.(http.Hijacker).Hijack()
+}
+
+// maxInWindow is the most requests that started within any span d.
+func (m *metered) maxInWindow(d time.Duration) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	starts := append([]time.Time(nil), m.starts...)
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	best := 0
+	for i := range starts {
+		j := i
+		for j < len(starts) && starts[j].Sub(starts[i]) < d {
+			j++
+		}
+		best = max(best, j-i)
+	}
+	return best
+}
+
+// setupLimited is a live world whose sandbox is metered, and a limiter per
+// engine.
+func setupLimited(t *testing.T, cfg sandbox.Config) (*live, *metered) {
+	t.Helper()
+	l := setupLive(t, sandbox.Faults{})
+	cfg.Seed = 1
+	sb := sandbox.New(cfg)
+	m := &metered{h: sb, status: map[int]int{}, first: map[int]time.Time{}}
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { _ = sb.Close() })
+	client, err := serper.New(serper.Config{BaseURL: srv.URL, Token: sandbox.DefaultToken, Timeout: 5 * time.Second, AllowShortTimeout: true})
+	require.NoError(t, err)
+	t.Cleanup(client.CloseIdleConnections)
+	l.sb, l.client = sb, client
+	return l, m
+}
+
+func (l *live) limitedEngine(name string, starve time.Duration) *worker.Engine {
+	lim, err := worker.NewLimiter(context.Background(), l.srv.JS, name, l.policy.Lease.D(), nil, nil)
+	require.NoError(l.t, err)
+	l.t.Cleanup(lim.Close)
+	eng, err := worker.New(worker.Config{Name: name, Store: l.store, API: l.client, Timers: snats.NewTimers(l.srv.JS, nil),
+		Policy: l.policy, Limiter: lim, StarveAfter: starve, ReconcileRetry: 100 * time.Millisecond})
+	require.NoError(l.t, err)
+	return eng
+}
+
+func (l *live) setLimits(lim accounts.Limits) {
+	require.NoError(l.t, worker.SetLimits(context.Background(), l.srv.JS, "", lim))
+}
+
+// TestLimitsHoldAcrossWorkers: three engines, each with its own limiter and
+// eight slots, share one account capped at two searches in flight and five
+// a second (burst two): the sandbox never sees more.
+func TestLimitsHoldAcrossWorkers(t *testing.T) {
+	l, m := setupLimited(t, sandbox.Config{SearchTime: 100 * time.Millisecond})
+	l.setLimits(accounts.Limits{MaxInFlight: 2, RatePerSec: 5, Burst: 2})
+	for _, name := range []string{"a", "b", "c"} {
+		l.start(l.limitedEngine(name, time.Minute), 8)
+	}
+	var jobs []string
+	for i := 0; i < 15; i++ {
+		l.publish(cmdFor(i))
+		jobs = append(jobs, jobFor(t, cmdFor(i)))
+	}
+	states := l.waitTerminal(jobs, time.Minute)
+	for _, s := range states {
+		require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	}
+	m.mu.Lock()
+	peak := m.peak
+	m.mu.Unlock()
+	require.LessOrEqual(t, peak, 2, "searches in flight over every worker")
+	require.LessOrEqual(t, m.maxInWindow(time.Second), 5+2, "searches started in any second")
+}
+
+// TestDailyBudget: a spent budget makes new purchases wait, lets resends of
+// a key go on, fails nothing; raising it lets the waiting jobs through.
+func TestDailyBudget(t *testing.T) {
+	l, _ := setupLimited(t, sandbox.Config{})
+	l.setLimits(accounts.Limits{DailyPages: 3})
+	eng := l.limitedEngine("w", time.Minute)
+	ctx := context.Background()
+
+	// Job 0's first send is lost after it ran: unknown, it may have
+	// bought, so its page stays counted and its resend must go on even
+	// when the budget is spent.
+	l.sb.SetFaults(sandbox.Faults{DropAfterSearch: 1})
+	stop := l.start(eng, 4)
+	l.publish(cmdFor(0))
+	first := jobFor(t, cmdFor(0))
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		evs, _, err := l.store.Load(ctx, first)
+		if err != nil || countType(evs, events.TypeOutcomeClassified) == 0 {
+			return fmt.Errorf("no outcome yet")
+		}
+		return nil
+	})
+	stop()
+	l.sb.SetFaults(sandbox.Faults{})
+	l.start(eng, 4)
+	jobs := []string{first}
+	for i := 1; i < 6; i++ {
+		l.publish(cmdFor(i))
+		jobs = append(jobs, jobFor(t, cmdFor(i)))
+	}
+	waitCounts := func(succeeded, waiting int) func() error {
+		return func() error {
+			n, w := 0, 0
+			for _, j := range jobs {
+				evs, _, err := l.store.Load(ctx, j)
+				if err != nil {
+					return err
+				}
+				s := aggregate.Fold(evs)
+				require.NotEqual(t, aggregate.StatusFailed, s.Status, "a limit never fails a job")
+				switch {
+				case s.Status == aggregate.StatusSucceeded:
+					n++
+				case s.Sends == 0:
+					w++
+				}
+			}
+			if n != succeeded || w != waiting {
+				return fmt.Errorf("%d succeeded, %d waiting", n, w)
+			}
+			return nil
+		}
+	}
+	// Job 0 (its resend) and two new purchases fit in three pages.
+	natstest.WaitFor(t, 30*time.Second, waitCounts(3, 3))
+	st, err := worker.AccountStatuses(ctx, l.srv.JS, time.Now())
+	require.NoError(t, err)
+	require.Len(t, st, 1)
+	require.Equal(t, 3, st[0].SpentToday.Pages)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		st, err := worker.AccountStatuses(ctx, l.srv.JS, time.Now())
+		if err != nil || len(st) != 1 || st[0].WaitingWhy[worker.WaitBudget] != 3 {
+			return fmt.Errorf("waiting: %+v %v", st, err)
+		}
+		return nil
+	})
+
+	l.setLimits(accounts.Limits{DailyPages: 10})
+	natstest.WaitFor(t, 30*time.Second, waitCounts(6, 0))
+	states := l.waitTerminal(jobs, time.Second)
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, 1, c, "job %s", j)
+	}
+}
+
+// TestRateLimitStorm: the API answers 429 to everything for a while; the
+// whole account slows down, then every job is bought exactly once.
+func TestRateLimitStorm(t *testing.T) {
+	l, m := setupLimited(t, sandbox.Config{RetryAfter: time.Second, Faults: sandbox.Faults{RateLimited429: 1}})
+	l.setLimits(accounts.Limits{MaxInFlight: 4})
+	for _, name := range []string{"a", "b"} {
+		l.start(l.limitedEngine(name, time.Minute), 8)
+	}
+	var jobs []string
+	for i := 0; i < 12; i++ {
+		l.publish(cmdFor(i))
+		jobs = append(jobs, jobFor(t, cmdFor(i)))
+	}
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		st, err := worker.AccountStatuses(context.Background(), l.srv.JS, time.Now())
+		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
+			return fmt.Errorf("not paused yet")
+		}
+		return nil
+	})
+	calm := make(chan time.Time, 1)
+	time.AfterFunc(1500*time.Millisecond, func() { l.sb.SetFaults(sandbox.Faults{}); calm <- time.Now() })
+	states := l.waitTerminal(jobs, time.Minute)
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
+		require.Equal(t, 1, c, "job %s bought once", j)
+	}
+	// While paused the account sends nothing: each second of the storm
+	// (Retry-After 1s) meets at most one round of the in-flight cap, where
+	// twelve jobs backing off each on its own would keep hitting it.
+	end := <-calm
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rounds := int(end.Sub(m.first[429])/time.Second) + 2
+	require.LessOrEqual(t, m.status[429], 4*rounds, "%d answers of 429 in %d rounds", m.status[429], rounds)
+}
+
+// TestPriority: with one search at a time, high-priority jobs go first; the
+// normal ones are not starved.
+func TestPriority(t *testing.T) {
+	l, _ := setupLimited(t, sandbox.Config{SearchTime: 50 * time.Millisecond})
+	l.setLimits(accounts.Limits{MaxInFlight: 1})
+	ctx := context.Background()
+	eng := l.limitedEngine("w", 3*time.Second)
+	var jobs []string
+	var high []string
+	for i := 0; i < 12; i++ {
+		p := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"prio %d","country":"US","language":"en","device":"mobile","priority":"%s"}`,
+			i, map[bool]string{true: "high", false: "normal"}[i%2 == 1])
+		out, err := eng.Schedule(ctx, []byte(p), "test")
+		require.NoError(t, err)
+		jobs = append(jobs, out.JobID)
+		if i%2 == 1 {
+			high = append(high, out.JobID)
+		}
+	}
+	l.start(eng, 12)
+	states := l.waitTerminal(jobs, time.Minute)
+	type done struct {
+		job string
+		at  time.Time
+	}
+	var order []done
+	for j, s := range states {
+		require.Equal(t, aggregate.StatusSucceeded, s.Status, "normal jobs are not starved")
+		order = append(order, done{j, s.UpdatedAt})
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].at.Before(order[j].at) })
+	rank := map[string]int{}
+	for i, d := range order {
+		rank[d.job] = i
+	}
+	highSum, normalSum := 0, 0
+	for _, j := range jobs {
+		if contains(high, j) {
+			highSum += rank[j]
+		} else {
+			normalSum += rank[j]
+		}
+	}
+	require.Less(t, highSum, normalSum, "high-priority jobs finish first on the whole")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,103 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// WaitingValue is what one worker tells of the jobs it holds back for an
+// account, under wait.<account>.<worker>.
+type WaitingValue struct {
+	Worker   string         `json:"worker"`
+	Jobs     int            `json:"jobs"`
+	ByReason map[string]int `json:"by_reason"`
+	At       time.Time      `json:"at"`
+}
+
+// WaitingFresh is how old a WaitingValue may be and still count.
+const WaitingFresh = 15 * time.Second
+
+func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	jobs := l.waiting[acct]
+	if jobs == nil {
+		jobs = map[string]waitReason{}
+		l.waiting[acct] = jobs
+	}
+	since := l.now()
+	if w, ok := jobs[jobID]; ok {
+		since = w.since
+	}
+	jobs[jobID] = waitReason{reason: reason, since: since}
+	return &ThrottledError{Account: acct, Reason: reason, For: d}
+}
+
+func (l *Limiter) notWaiting(acct, jobID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.waiting[acct], jobID)
+}
+
+// WaitedFor is how long a job has been held back by its account.
+func (l *Limiter) WaitedFor(account, jobID string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.waiting[accountKey(account)][jobID]; ok {
+		return l.now().Sub(w.since)
+	}
+	return 0
+}
+
+// publishWaiting writes this worker's waiting jobs every few seconds, so
+// status views can show who waits for what over every process. A job not
+// seen held back for a while is forgotten (it went on, or another worker
+// has it).
+func (l *Limiter) publishWaiting(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := l.now()
+		l.mu.Lock()
+		values := map[string]WaitingValue{}
+		for acct, jobs := range l.waiting {
+			v := WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
+			for job, w := range jobs {
+				if now.Sub(w.since) > 10*time.Minute {
+					delete(jobs, job)
+					continue
+				}
+				v.Jobs++
+				v.ByReason[w.reason]++
+			}
+			values[acct] = v
+		}
+		l.mu.Unlock()
+		for acct, v := range values {
+			data, err := json.Marshal(v)
+			if err == nil {
+				_, err = l.kv.Put(ctx, "wait."+acct+"."+keyToken(l.worker), data)
+			}
+			if err != nil && ctx.Err() == nil {
+				l.log.Debug("limiter: waiting jobs not published", "account", acct, "err", err)
+			}
+		}
+	}
+}
+
+// keyToken makes a worker name usable as one KV key token.
+func keyToken(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
