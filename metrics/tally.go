@@ -17,32 +17,141 @@ const RecentJobs = 20
 
 // Tally folds the event log into running totals. Records at or below the
 // last sequence applied are skipped, so feeding one twice changes nothing.
-// It keeps a few bytes per job (its state, purchases and re-purchases), so
-// a million jobs cost some 100 MB. It is safe for concurrent use.
+// It is safe for concurrent use.
+//
+// It remembers every job it has seen, in as little memory as it can: a
+// job whose id is 32 lowercase hex digits (every id aggregate.JobID makes)
+// and that has at most 3 purchases and 3 re-purchases is one byte in a map
+// keyed by the 16 bytes of its id: 21 to 42 bytes of heap with the map's
+// slack, depending on where its growth stands (38 MB for a million jobs).
+// A job waiting for the billing ledger also keeps why and since when,
+// until it leaves the queue. A job with another id, or with more
+// purchases, is kept whole under its id: some 120 to 170 bytes.
 type Tally struct {
-	mu   sync.Mutex
-	seq  uint64
-	jobs map[string]*jobTally
+	mu  sync.Mutex
+	seq uint64
+	// jobs holds the jobs whose id is hex and whose counts fit a
+	// packedJob; wide holds every other job (see remember).
+	jobs map[hexID]packedJob
+	wide map[string]jobTally
 	c    Counts
 	// recent holds job ids, the most recently changed first.
 	recent []string
-	// reconciling holds the jobs waiting for the billing ledger.
-	reconciling map[string]*jobTally
+	// reconciling holds the jobs waiting for the billing ledger. It is nil
+	// when there are none, so that a burst does not keep its memory.
+	reconciling map[string]waiting
 }
 
 // jobTally is what a Tally remembers of one job.
 type jobTally struct {
 	status      aggregate.Status
-	reconcile   string // why it reconciles
-	since       time.Time
-	updated     time.Time
 	purchases   int
 	repurchases int
 }
 
 // doubled reports whether the job's log shows more purchases than one plus
 // the re-purchases an operator authorised: a promise broken.
-func (j *jobTally) doubled() bool { return j.purchases > 1+j.repurchases }
+func (j jobTally) doubled() bool { return j.purchases > 1+j.repurchases }
+
+// waiting is what the reconciling queue shows of a job in it.
+type waiting struct {
+	reason string    // why it reconciles
+	since  time.Time // when it began to
+}
+
+// hexID is a job id of 32 lowercase hex digits, as the 16 bytes it spells.
+type hexID [16]byte
+
+// parseHexID returns the bytes id spells, or false if it is not 32
+// lowercase hex digits. Only lowercase is taken so that two different ids
+// never share bytes.
+func parseHexID(id string) (hexID, bool) {
+	var h hexID
+	if len(id) != 2*len(h) {
+		return h, false
+	}
+	for i := range h {
+		hi, lo := hexDigits[id[2*i]], hexDigits[id[2*i+1]]
+		if hi|lo > 0xf {
+			return hexID{}, false
+		}
+		h[i] = hi<<4 | lo
+	}
+	return h, true
+}
+
+// hexDigits is the value of each lowercase hex digit, 0xff for any other
+// byte.
+var hexDigits = func() (d [256]byte) {
+	for i := range d {
+		d[i] = 0xff
+	}
+	for i, c := range "0123456789abcdef" {
+		d[c] = byte(i)
+	}
+	return d
+}()
+
+// packedJob is a jobTally in one byte: the status's index in
+// packedStatuses (bits 0-3), the purchases (bits 4-5) and the
+// re-purchases (bits 6-7).
+type packedJob uint8
+
+// packedStatuses are the statuses a packedJob holds, by index. Its length
+// is checked at compile time: 4 bits hold 16.
+var packedStatuses = [...]aggregate.Status{aggregate.StatusNew, aggregate.StatusScheduled,
+	aggregate.StatusSending, aggregate.StatusRetrying, aggregate.StatusReconciling,
+	aggregate.StatusSucceeded, aggregate.StatusFailed, aggregate.StatusChargedNoResult,
+	aggregate.StatusCancelled}
+
+var _ [16 - len(packedStatuses)]struct{}
+
+// pack returns j in a byte, or false if it does not fit: a status not in
+// packedStatuses, or more than 3 purchases or re-purchases.
+func pack(j jobTally) (packedJob, bool) {
+	code := slices.Index(packedStatuses[:], j.status)
+	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 {
+		return 0, false
+	}
+	return packedJob(code | j.purchases<<4 | j.repurchases<<6), true
+}
+
+func (p packedJob) unpack() jobTally {
+	return jobTally{status: packedStatuses[p&0xf], purchases: int(p >> 4 & 3), repurchases: int(p >> 6)}
+}
+
+// job returns what t remembers of a job: the zero jobTally if nothing.
+func (t *Tally) job(id string, h hexID, isHex bool) jobTally {
+	if isHex {
+		if p, ok := t.jobs[h]; ok {
+			return p.unpack()
+		}
+	}
+	return t.wide[id]
+}
+
+// remember keeps j as what t knows of a job, in a byte when it fits, in
+// one map only.
+func (t *Tally) remember(id string, h hexID, isHex bool, j jobTally) {
+	p, fits := pack(j)
+	switch {
+	case j == (jobTally{}): // nothing to remember
+		if isHex {
+			delete(t.jobs, h)
+		}
+		delete(t.wide, id)
+	case isHex && fits:
+		t.jobs[h] = p
+		if len(t.wide) > 0 {
+			delete(t.wide, id) // it did not fit before
+		}
+	default:
+		if isHex {
+			delete(t.jobs, h)
+		}
+		t.wide[id] = j
+	}
+}
 
 // Counts are the totals of a Tally. Maps are keyed by the public names of
 // the events' vocabulary (states, classes, reasons, verdicts, types).
@@ -87,7 +196,7 @@ type Reconciling struct {
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
-	return &Tally{jobs: map[string]*jobTally{}, reconciling: map[string]*jobTally{}, c: Counts{
+	return &Tally{jobs: map[hexID]packedJob{}, wide: map[string]jobTally{}, c: Counts{
 		Jobs: map[aggregate.Status]int{}, Events: map[string]uint64{}, Sends: map[string]uint64{},
 		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{},
 	}}
@@ -109,11 +218,8 @@ func (t *Tally) Apply(r projections.Record) {
 	}
 	t.seq = r.Seq
 	e := r.Event
-	j := t.jobs[e.JobID]
-	if j == nil {
-		j = &jobTally{}
-		t.jobs[e.JobID] = j
-	}
+	h, isHex := parseHexID(e.JobID)
+	j := t.job(e.JobID, h, isHex)
 	wasDoubled := j.doubled()
 	t.c.Events[e.Type()]++
 	switch d := e.Data.(type) {
@@ -150,21 +256,50 @@ func (t *Tally) Apply(r projections.Record) {
 		}
 	}
 	// The job's state, exactly as the aggregate moves it: Apply on a
-	// state that holds only what the transitions read.
-	s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: j.reconcile}, e)
-	if s.Status != j.status {
+	// state that holds only what the transitions read. The reason a job
+	// reconciles is only shown while it does, and every transition into
+	// reconciling sets it, so only a job in the queue keeps it.
+	var w waiting
+	if j.status == aggregate.StatusReconciling {
+		w = t.reconciling[e.JobID]
+	}
+	s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: w.reason}, e)
+	switch {
+	case s.Status != j.status:
 		if j.status != aggregate.StatusNew {
 			t.c.Jobs[j.status]--
 		}
 		t.c.Jobs[s.Status]++
-		j.since = e.Time
-		delete(t.reconciling, e.JobID)
-		if s.Status == aggregate.StatusReconciling {
-			t.reconciling[e.JobID] = j
+		if j.status == aggregate.StatusReconciling {
+			t.dequeue(e.JobID)
 		}
+		if s.Status == aggregate.StatusReconciling {
+			t.enqueue(e.JobID, waiting{reason: s.Reconcile, since: e.Time})
+		}
+	case s.Status == aggregate.StatusReconciling && s.Reconcile != w.reason:
+		w.reason = s.Reconcile
+		t.enqueue(e.JobID, w)
 	}
-	j.status, j.reconcile, j.updated = s.Status, s.Reconcile, e.Time
+	j.status = s.Status
+	t.remember(e.JobID, h, isHex, j)
 	t.touch(e.JobID)
+}
+
+// enqueue puts a job in the reconciling queue, or updates it there.
+func (t *Tally) enqueue(jobID string, w waiting) {
+	if t.reconciling == nil {
+		t.reconciling = map[string]waiting{}
+	}
+	t.reconciling[jobID] = w
+}
+
+// dequeue takes a job out of the reconciling queue; an empty queue lets
+// its map go, which never shrinks.
+func (t *Tally) dequeue(jobID string) {
+	delete(t.reconciling, jobID)
+	if len(t.reconciling) == 0 {
+		t.reconciling = nil
+	}
 }
 
 // Undecodable counts a message of the log that is not an event.
@@ -215,8 +350,8 @@ func (t *Tally) Recent() []string {
 func (t *Tally) Reconciling(limit int) ([]Reconciling, int) {
 	t.mu.Lock()
 	var out []Reconciling
-	for id, j := range t.reconciling {
-		out = append(out, Reconciling{JobID: id, Reason: j.reconcile, Since: j.since})
+	for id, w := range t.reconciling {
+		out = append(out, Reconciling{JobID: id, Reason: w.reason, Since: w.since})
 	}
 	t.mu.Unlock()
 	sort.Slice(out, func(a, b int) bool {
