@@ -11,9 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
 
@@ -21,27 +25,41 @@ func init() {
 	register(command{name: "bench", summary: "measure throughput, replay speed and memory on an embedded server", run: runBench})
 }
 
+// benchPhases are the phases bench knows, in the order they run.
+var benchPhases = []string{"raw", "happy", "faults", "replay", "scale"}
+
 // benchFlags are the knobs of "serpent bench".
 type benchFlags struct {
-	jobs     int
-	workers  int
-	payload  int
-	raw      int
-	faults   string
-	dir      string
-	output   string
-	phases   string
-	progress bool
+	jobs         int
+	workers      int
+	payload      int
+	raw          int
+	faults       string
+	dir          string
+	output       string
+	phases       string
+	progress     bool
+	replayEvents int
+	scaleJobs    int
+	scaleLoads   int
+	scaleFresh   int
+	cpuProfile   string
+	memProfile   string
 }
 
 // benchReport is everything one bench run measured.
 type benchReport struct {
 	Machine   benchMachine `json:"machine"`
+	Phases    []string     `json:"phases"`
 	Raw       benchRaw     `json:"raw"`
 	HappyPath *benchE2E    `json:"happy_path,omitempty"`
 	Faults    *benchE2E    `json:"faults,omitempty"`
-	Memory    benchMemory  `json:"memory"`
-	Ratios    benchRatios  `json:"ratios"`
+	Replay    *benchReplay `json:"replay,omitempty"`
+	Scale     *benchScale  `json:"scale,omitempty"`
+	// Memory is this bench process: the bench, the in-process engine and
+	// the embedded NATS servers together.
+	Memory benchMemory `json:"memory"`
+	Ratios benchRatios `json:"ratios"`
 }
 
 type benchMachine struct {
@@ -50,9 +68,28 @@ type benchMachine struct {
 	Fsync     string `json:"fsync"`
 }
 
+// benchRatios are the rates of the phases over the raw one-at-a-time
+// publish rate (jobs/s or events/s over messages/s).
 type benchRatios struct {
 	HappyPathToRawSingle float64 `json:"happy_path_to_raw_single"`
 	FaultsToRawSingle    float64 `json:"faults_to_raw_single"`
+	AuditToRawSingle     float64 `json:"audit_to_raw_single,omitempty"`
+	RebuildToRawSingle   float64 `json:"rebuild_to_raw_single,omitempty"`
+}
+
+// benchRun is one run of serpent bench: the sandbox, the engine running
+// in this process and a connection to its embedded server.
+type benchRun struct {
+	f      benchFlags
+	env    func(string) string
+	dir    string
+	prog   progressFunc
+	stderr io.Writer
+	sb     *sandbox.Server
+	sbURL  string
+	eng    *benchEngine
+	nc     *natsgo.Conn
+	js     jetstream.JetStream
 }
 
 func runBench(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
@@ -64,25 +101,55 @@ func runBench(ctx context.Context, args []string, env func(string) string, stdou
 	fs.IntVar(&f.payload, "payload", 512, "bytes of each message in the raw publish phase (about an event's size)")
 	fs.IntVar(&f.raw, "raw", 3000, "messages in each raw publish phase")
 	fs.StringVar(&f.faults, "faults", "default", "fault mix of the faults phase: default, none, or a JSON file of sandbox faults")
-	fs.StringVar(&f.dir, "data", "", "folder for the server's data (default: a temporary folder, removed after)")
+	fs.StringVar(&f.dir, "data", "", "folder for the servers' data (default: a temporary folder, removed after)")
 	fs.StringVar(&f.output, "o", "table", "output: table or json")
-	fs.StringVar(&f.phases, "phases", "raw,happy,faults", "phases to run, comma-separated")
+	fs.StringVar(&f.phases, "phases", "raw,happy,faults,replay", "phases to run, comma-separated: "+strings.Join(benchPhases, ", "))
 	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr")
+	fs.IntVar(&f.replayEvents, "replay-events", 0, "replay phase: first seed finished jobs until the log holds at least this many events (0: replay the log as the earlier phases left it)")
+	fs.IntVar(&f.scaleJobs, "scale-jobs", 1_000_000, "scale phase: finished jobs in its fresh log")
+	fs.IntVar(&f.scaleLoads, "scale-loads", 2000, "scale phase: random job loads timed at each size")
+	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
+	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent bench [flags]
 
-Measures, in one run on an embedded JetStream server configured like
-production (fsync on every write, one replica):
+Measures, in one run on embedded JetStream servers configured like
+production (fsync on every write, one replica), the phases given with
+--phases, in this order (the default is raw,happy,faults,replay):
 
   raw       one-at-a-time durable publishes of --payload byte messages, and
             atomic batches of 100, on the same server: the ceiling
   happy     the engine end to end (schedule commands in, observations
-            stored) against an in-process sandbox with no added latency
+            stored, projections updated) against an in-process sandbox with
+            no added latency, in jobs per second; with the durable writes
+            per job: events, appends (the writes the engine waited for, one
+            per job each) and timer/work messages
   faults    the same under a fault mix
-  memory    peak RSS and heap of this process (engine and embedded server)
+  replay    the whole event log as the earlier phases left it (first seeded
+            with finished jobs until it holds --replay-events events; an
+            empty log is not measured), in events per second: the audit
+            (serpent audit's replay, with its GOGC; it must find no
+            violation) and a projection rebuild (serpent projections
+            rebuild, beside the running engine)
+  scale     not run by default. On a fresh log of its own: seeds
+            --scale-jobs finished jobs (with fsync relaxed while seeding,
+            which is setup), times the event store's Load of one random job
+            at 10,000 jobs and at --scale-jobs jobs (median and p99,
+            target: within 1.5x; and of recent jobs only), then starts the
+            engine (serpent run) as a child process on that log, lets it
+            catch up (projections from scratch, metrics), runs
+            --scale-engine-jobs fresh jobs through it and reads its peak
+            RSS (target: under 300 MB). The engine binary is
+            $SERPENT_BENCH_ENGINE_BIN, else this executable.
 
-and prints them side by side with the ratios to the raw one-at-a-time rate.
-Flags:
+and, after them all:
+
+  memory    peak RSS and heap of this bench process: the bench, the engine
+            it runs in-process and the embedded NATS servers together
+
+It prints a table with the ratios to the raw one-at-a-time rate, or every
+figure with -o json. Flags:
 
 `)
 		fs.PrintDefaults()
@@ -93,8 +160,24 @@ Flags:
 		}
 		return fmt.Errorf("%w: bench: %v", errUsage, err)
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: bench takes no arguments, got %q", errUsage, fs.Args())
+	}
 	if f.output != "table" && f.output != "json" {
 		return fmt.Errorf("%w: -o %q: use table or json", errUsage, f.output)
+	}
+	phases := map[string]bool{}
+	for _, p := range regexp.MustCompile(`[^,\s]+`).FindAllString(f.phases, -1) {
+		if !slices.Contains(benchPhases, p) {
+			return fmt.Errorf("%w: --phases: unknown phase %q (phases: %s)", errUsage, p, strings.Join(benchPhases, ", "))
+		}
+		phases[p] = true
+	}
+	if f.scaleJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.raw < 1 {
+		return fmt.Errorf("%w: --jobs, --raw, --scale-jobs and --scale-loads must be at least 1", errUsage)
+	}
+	if f.scaleFresh < 0 || f.replayEvents < 0 {
+		return fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", errUsage)
 	}
 	faults, err := benchFaults(f.faults)
 	if err != nil {
@@ -107,72 +190,96 @@ Flags:
 		}
 		defer os.RemoveAll(dir)
 	}
-	if path := env("SERPENT_CPUPROFILE"); path != "" {
-		pf, err := os.Create(path)
+	cpuProfile := f.cpuProfile
+	if cpuProfile == "" {
+		cpuProfile = env("SERPENT_CPUPROFILE")
+	}
+	if cpuProfile != "" {
+		pf, err := os.Create(cpuProfile)
 		if err != nil {
 			return err
 		}
 		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
 			return err
 		}
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
-	prog := benchProgress(stderr, f.progress)
-	mem := startMemorySampler()
+	b := &benchRun{f: f, env: env, dir: dir, prog: benchProgress(stderr, f.progress), stderr: stderr}
+	mem := startMemorySampler(f.memProfile != "")
 	defer mem.stop()
 
-	// The sandbox the engine buys from, with no added latency.
-	sb := sandbox.New(sandbox.Config{Seed: 1})
-	sbURL, err := sb.Start("127.0.0.1:0")
-	if err != nil {
+	// The sandbox the engines buy from, with no added latency.
+	b.sb = sandbox.New(sandbox.Config{Seed: 1})
+	if b.sbURL, err = b.sb.Start("127.0.0.1:0"); err != nil {
 		return err
 	}
-	defer sb.Close()
-
-	eng, err := startBenchEngine(ctx, env, filepath.Join(dir, "data"), sbURL, f.workers)
-	if err != nil {
-		return err
+	defer b.sb.Close()
+	if phases["raw"] || phases["happy"] || phases["faults"] || phases["replay"] {
+		if err := b.startEngine(ctx); err != nil {
+			return err
+		}
+		defer b.stopEngine()
 	}
-	defer eng.stop()
-	nc, js, err := benchConnect(eng.natsURL)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
 
 	rep := benchReport{Machine: machine()}
-	phases := map[string]bool{}
-	for _, p := range regexp.MustCompile(`[^,\s]+`).FindAllString(f.phases, -1) {
-		phases[p] = true
+	for _, p := range benchPhases {
+		if phases[p] {
+			rep.Phases = append(rep.Phases, p)
+		}
 	}
 	if phases["raw"] {
-		if rep.Raw, err = benchRawPublish(ctx, js, f.raw, f.payload, prog); err != nil {
+		if rep.Raw, err = benchRawPublish(ctx, b.js, f.raw, f.payload, b.prog); err != nil {
 			return err
 		}
 	}
 	if phases["happy"] {
-		sb.SetFaults(sandbox.Faults{})
-		r, err := benchEndToEnd(ctx, js, "happy", f.jobs, prog)
+		b.sb.SetFaults(sandbox.Faults{})
+		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, b.prog)
 		if err != nil {
 			return err
 		}
 		rep.HappyPath = &r
 	}
 	if phases["faults"] {
-		sb.SetFaults(faults)
-		r, err := benchEndToEnd(ctx, js, "faults", f.jobs, prog)
+		b.sb.SetFaults(faults)
+		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, b.prog)
 		if err != nil {
 			return err
 		}
 		rep.Faults = &r
 	}
+	b.sb.SetFaults(sandbox.Faults{})
+	if phases["replay"] {
+		r, err := b.replay(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Replay = &r
+	}
+	if phases["scale"] {
+		r, err := b.scale(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Scale = &r
+	}
 	rep.Memory = mem.peak()
-	if rep.Raw.SinglePerSec > 0 {
+	if single := rep.Raw.SinglePerSec; single > 0 {
 		if rep.HappyPath != nil {
-			rep.Ratios.HappyPathToRawSingle = round2(rep.HappyPath.JobsPerSec / rep.Raw.SinglePerSec)
+			rep.Ratios.HappyPathToRawSingle = round2(rep.HappyPath.JobsPerSec / single)
 		}
 		if rep.Faults != nil {
-			rep.Ratios.FaultsToRawSingle = round2(rep.Faults.JobsPerSec / rep.Raw.SinglePerSec)
+			rep.Ratios.FaultsToRawSingle = round2(rep.Faults.JobsPerSec / single)
+		}
+		if rep.Replay != nil {
+			rep.Ratios.AuditToRawSingle = round2(rep.Replay.Audit.EventsPerSec / single)
+			rep.Ratios.RebuildToRawSingle = round2(rep.Replay.Rebuild.EventsPerSec / single)
+		}
+	}
+	if f.memProfile != "" {
+		if err := mem.writeProfile(f.memProfile); err != nil {
+			return err
 		}
 	}
 	if f.output == "json" {
@@ -181,6 +288,35 @@ Flags:
 		return enc.Encode(rep)
 	}
 	return printBench(stdout, rep)
+}
+
+// startEngine starts the in-process engine (and its embedded server) on
+// the run's data folder and connects to it.
+func (b *benchRun) startEngine(ctx context.Context) error {
+	eng, err := startBenchEngine(ctx, filepath.Join(b.dir, "data"), b.sbURL, b.f.workers)
+	if err != nil {
+		return err
+	}
+	nc, js, err := benchConnect(eng.natsURL)
+	if err != nil {
+		eng.stop()
+		return err
+	}
+	b.eng, b.nc, b.js = eng, nc, js
+	return nil
+}
+
+// stopEngine stops the in-process engine and its server; it is safe to
+// call twice.
+func (b *benchRun) stopEngine() {
+	if b.nc != nil {
+		b.nc.Close()
+		b.nc, b.js = nil, nil
+	}
+	if b.eng != nil {
+		b.eng.stop()
+		b.eng = nil
+	}
 }
 
 // benchFaults reads the fault mix of the faults phase.
@@ -216,7 +352,7 @@ type benchEngine struct {
 	stop    func()
 }
 
-func startBenchEngine(ctx context.Context, env func(string) string, dataDir, sandboxURL string, workers int) (*benchEngine, error) {
+func startBenchEngine(ctx context.Context, dataDir, sandboxURL string, workers int) (*benchEngine, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := &syncWriter{}
 	done := make(chan error, 1)

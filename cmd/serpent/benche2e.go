@@ -10,19 +10,32 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/store"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
-// benchE2E is one end-to-end phase: commands in, every job finished.
+// benchE2E is one end-to-end phase: commands in, every job finished and
+// the projections updated.
 type benchE2E struct {
-	Jobs       int                      `json:"jobs"`
-	Seconds    float64                  `json:"seconds"`
-	JobsPerSec float64                  `json:"jobs_per_sec"`
-	Finished   map[aggregate.Status]int `json:"finished"`
+	Jobs int `json:"jobs"`
+	// Seconds runs from the first command to the projections having
+	// applied the last event; ProjectionSeconds is the part after every
+	// job was finished in the log.
+	Seconds           float64                  `json:"seconds"`
+	ProjectionSeconds float64                  `json:"projection_wait_seconds"`
+	JobsPerSec        float64                  `json:"jobs_per_sec"`
+	Finished          map[aggregate.Status]int `json:"finished"`
 	// Durable writes per job, by stream: events, timers and due jobs.
 	EventsPerJob float64 `json:"events_per_job"`
 	WorkPerJob   float64 `json:"work_per_job"`
 	WritesPerJob float64 `json:"writes_per_job"`
+	// AppendsPerJob counts the event store's appends: the writes of a
+	// job's events the engine waited for, each one atomic (its first
+	// message carries the expected last subject sequence). A group commit
+	// writes appends of several jobs in one atomic batch, so the disk
+	// writes are fewer still.
+	AppendsPerJob float64 `json:"appends_per_job"`
 }
 
 // benchEndToEnd publishes jobs schedule commands the way a busy upstream
@@ -73,11 +86,21 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	done := map[string]bool{}
 	timeout := time.AfterFunc(10*time.Minute, it.Stop)
 	defer timeout.Stop()
+	appends, seen := 0, evBefore
+	count := func(msg jetstream.Msg) {
+		if meta, err := msg.Metadata(); err == nil {
+			seen = meta.Sequence.Stream
+		}
+		if msg.Headers().Get(store.HeaderExpectedSeq) != "" {
+			appends++
+		}
+	}
 	for len(done) < jobs {
 		msg, err := it.Next()
 		if err != nil {
 			return r, fmt.Errorf("bench %s: %d of %d jobs finished: %w", label, len(done), jobs, err)
 		}
+		count(msg)
 		status := terminalStatus(msg)
 		if status == "" {
 			continue
@@ -89,13 +112,26 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 			prog("end to end: "+label, len(done), jobs)
 		}
 	}
-	took := time.Since(start)
 	if err := <-pubErr; err != nil {
 		return r, fmt.Errorf("bench %s: publishing commands: %w", label, err)
 	}
+	// A job is done end to end once the projections show it too.
+	finished := time.Now()
+	if err := waitProjections(ctx, js, 10*time.Minute); err != nil {
+		return r, fmt.Errorf("bench %s: %w", label, err)
+	}
+	took := time.Since(start)
+	r.ProjectionSeconds = round2(time.Since(finished).Seconds())
 	evAfter, err := lastSeq(ctx, js, snats.EventStream)
 	if err != nil {
 		return r, err
+	}
+	for seen < evAfter {
+		msg, err := it.Next()
+		if err != nil {
+			return r, fmt.Errorf("bench %s: reading the log after the jobs: %w", label, err)
+		}
+		count(msg)
 	}
 	workAfter, err := lastSeq(ctx, js, snats.WorkStream)
 	if err != nil {
@@ -106,7 +142,34 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	r.EventsPerJob = round2(float64(evAfter-evBefore) / float64(jobs))
 	r.WorkPerJob = round2(float64(workAfter-workBefore) / float64(jobs))
 	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + 1) // + the command itself
+	r.AppendsPerJob = round2(float64(appends) / float64(jobs))
 	return r, nil
+}
+
+// waitProjections polls until the projection runner has applied every
+// event of the log, or the bound passes.
+func waitProjections(ctx context.Context, js jetstream.JetStream, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	var last error
+	for {
+		lag, err := projector.ReadLag(ctx, js, "", time.Now())
+		if err == nil && lag.Pending == 0 {
+			return nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("%d events not applied", lag.Pending)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the projections did not catch up within %s: %w", bound, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // terminalStatus reads the status an event ends its job in, or "".

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,11 +24,17 @@ type memorySampler struct {
 	heapPeak uint64
 	quit     chan struct{}
 	done     chan struct{}
+	// With profile, the sampler keeps a heap profile taken at the peak
+	// (whenever the heap in use grows by a tenth over the last one).
+	profile    bool
+	profiledAt uint64
+	heap       bytes.Buffer
 }
 
-// startMemorySampler samples the heap every 100 ms until stop.
-func startMemorySampler() *memorySampler {
-	m := &memorySampler{quit: make(chan struct{}), done: make(chan struct{})}
+// startMemorySampler samples the heap every 100 ms until stop; with
+// profile it keeps a heap profile of the peak.
+func startMemorySampler(profile bool) *memorySampler {
+	m := &memorySampler{quit: make(chan struct{}), done: make(chan struct{}), profile: profile}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -47,8 +55,28 @@ func (m *memorySampler) sample() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.heapPeak = max(m.heapPeak, ms.HeapInuse)
-	m.mu.Unlock()
+	if m.profile && ms.HeapInuse > m.profiledAt+m.profiledAt/10 {
+		m.heap.Reset()
+		if err := pprof.Lookup("heap").WriteTo(&m.heap, 0); err == nil {
+			m.profiledAt = ms.HeapInuse
+		}
+	}
+}
+
+// writeProfile writes the heap profile taken at the peak to path: what was
+// live then, by where it was allocated (and every allocation so far, as
+// any heap profile has).
+func (m *memorySampler) writeProfile(path string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.heap.Len() == 0 {
+		if err := pprof.Lookup("heap").WriteTo(&m.heap, 0); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, m.heap.Bytes(), 0o644)
 }
 
 func (m *memorySampler) stop() {
@@ -71,15 +99,24 @@ func (m *memorySampler) peak() benchMemory {
 
 // vmHWM reads the peak resident set size of this process, in bytes, or 0
 // where /proc is not there.
-func vmHWM() uint64 {
-	f, err := os.Open("/proc/self/status")
+func vmHWM() uint64 { return procStatus(0, "VmHWM") }
+
+// procStatus reads a memory field (VmHWM, VmRSS, ...) of process pid (0:
+// this one) from /proc/<pid>/status, in bytes, or 0 where /proc is not
+// there.
+func procStatus(pid int, field string) uint64 {
+	path := "/proc/self/status"
+	if pid > 0 {
+		path = "/proc/" + strconv.Itoa(pid) + "/status"
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			return kb << 10
 		}

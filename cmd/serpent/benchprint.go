@@ -17,7 +17,7 @@ func machine() benchMachine {
 
 func printBench(w io.Writer, r benchReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "serpent bench: %d CPUs, %s, embedded JetStream, fsync %s, 1 replica\n\n", r.Machine.CPUs, r.Machine.GoVersion, r.Machine.Fsync)
+	fmt.Fprintf(tw, "serpent bench: %d CPUs, %s, embedded JetStream, fsync %s, 1 replica; phases %s\n\n", r.Machine.CPUs, r.Machine.GoVersion, r.Machine.Fsync, strings.Join(r.Phases, ","))
 	fmt.Fprintln(tw, "phase\trate\tdetail")
 	if r.Raw.Messages > 0 {
 		fmt.Fprintf(tw, "raw, one at a time\t%.0f msg/s\t%d messages of %d bytes, each waiting for its ack\n", r.Raw.SinglePerSec, r.Raw.Messages, r.Raw.PayloadBytes)
@@ -27,13 +27,78 @@ func printBench(w io.Writer, r benchReport) error {
 		if e == nil {
 			return
 		}
-		fmt.Fprintf(tw, "%s\t%.0f jobs/s\t%d jobs in %.1f s; %.2f events, %.2f timer/work and 1 command message per job; %s; %.2fx raw one-at-a-time\n",
-			name, e.JobsPerSec, e.Jobs, e.Seconds, e.EventsPerJob, e.WorkPerJob, finished(e.Finished), ratio)
+		fmt.Fprintf(tw, "%s\t%.0f jobs/s\t%d jobs in %.1f s (%.1f s of it waiting for the projections); %s%s\n",
+			name, e.JobsPerSec, e.Jobs, e.Seconds, e.ProjectionSeconds, finished(e.Finished), ratioText(ratio))
+		fmt.Fprintf(tw, "\t\tper job: %.2f events in %.2f appends, %.2f timer/work and 1 command message\n",
+			e.EventsPerJob, e.AppendsPerJob, e.WorkPerJob)
 	}
 	e2e("end to end, happy path", r.HappyPath, r.Ratios.HappyPathToRawSingle)
 	e2e("end to end, fault mix", r.Faults, r.Ratios.FaultsToRawSingle)
-	fmt.Fprintf(tw, "memory\t%.0f MB peak RSS\t%.0f MB peak heap (engine, embedded server and bench together)\n", r.Memory.PeakRSSMB, r.Memory.PeakHeapMB)
+	if p := r.Replay; p != nil && p.Empty {
+		fmt.Fprintf(tw, "replay\tnot measured\tthe event log is empty: run the happy or faults phase first, or seed it with --replay-events N\n")
+	} else if p != nil {
+		if s := p.Seeded; s != nil {
+			fmt.Fprintf(tw, "replay, seeding (setup)\t%.0f events/s\t%s\n", s.EventsPerSec, seedDetail(*s))
+		}
+		verdict := "audit OK: no violations"
+		if !p.Audit.OK {
+			verdict = fmt.Sprintf("AUDIT FAILED: %d violations %v", p.Audit.Violations, p.Audit.Rules)
+		}
+		fmt.Fprintf(tw, "replay, audit\t%.0f events/s\t%d events of %d jobs in %.1f s (GOGC=%d); %s%s\n",
+			p.Audit.EventsPerSec, p.Audit.Events, p.Audit.Jobs, p.Audit.Seconds, p.Audit.GCPercent, verdict, ratioText(r.Ratios.AuditToRawSingle))
+		fmt.Fprintf(tw, "replay, projection rebuild\t%.0f events/s\t%d events in %.1f s, the fold alone %.1f s (%.0f events/s) before pausing the runner and switching; %d values: %d unchanged, %d written, %d deleted%s\n",
+			p.Rebuild.EventsPerSec, p.Rebuild.Events, p.Rebuild.Seconds, p.Rebuild.FoldSeconds, p.Rebuild.FoldEventsPerSec,
+			p.Rebuild.Values, p.Rebuild.Unchanged, p.Rebuild.Written, p.Rebuild.Deleted, ratioText(r.Ratios.RebuildToRawSingle))
+	}
+	if s := r.Scale; s != nil {
+		fmt.Fprintf(tw, "scale, seeding (setup)\t%.0f events/s\t%s\n", s.Seed.EventsPerSec, seedDetail(s.Seed))
+		load := func(l benchLoad, extra string) {
+			fmt.Fprintf(tw, "scale, load one job at %d jobs\t%.0f µs median\tp99 %.0f µs, max %.0f µs; %d random loads of %.1f events, %d events in the log%s\n",
+				l.Jobs, l.MedianMicros, l.P99Micros, l.MaxMicros, l.Loads, l.EventsPerLoad, l.StreamEvents, extra)
+		}
+		load(s.Small, "")
+		load(s.Large, fmt.Sprintf("; median %.2fx, p99 %.2fx the %d-job figures (target: 1.5x at most)", s.LoadMedianRatio, s.LoadP99Ratio, s.Small.Jobs))
+		if l := s.Recent; l.Loads > 0 {
+			fmt.Fprintf(tw, "scale, load one recent job\t%.0f µs median\tp99 %.0f µs, max %.0f µs; %d random loads among the newest %d of %d jobs (the jobs an engine works on)\n",
+				l.MedianMicros, l.P99Micros, l.MaxMicros, l.Loads, l.Jobs-l.From, l.Jobs)
+		}
+		if e := s.Engine; e.Measured {
+			fmt.Fprintf(tw, "scale, engine process memory\t%.0f MB peak RSS\tserpent run as a child process on %d finished jobs (target: under 300 MB): started in %.1f s, caught up (projections and metrics) in %.1f s, %.0f events/s, at %.0f MB RSS",
+				e.PeakRSSMB, s.Jobs, e.StartSeconds, e.CatchUpSeconds, e.CatchUpEventsPerSec, e.RSSAfterCatchUpMB)
+			if f := e.FreshJobs; f != nil {
+				fmt.Fprintf(tw, ", then %d fresh jobs at %.0f jobs/s (%s)", f.Jobs, f.JobsPerSec, finished(f.Finished))
+			}
+			fmt.Fprintln(tw)
+		} else {
+			fmt.Fprintf(tw, "scale, engine process memory\tnot measured\t%s\n", e.Why)
+		}
+		fmt.Fprintf(tw, "scale, bench process memory\t%.0f MB peak RSS\tthis bench process: its embedded NATS servers (the scale log's included) and its in-process engine, not the engine process\n", s.BenchPeakRSSMB)
+	}
+	fmt.Fprintf(tw, "memory, bench process\t%.0f MB peak RSS\t%.0f MB peak heap (this process: the in-process engine, the embedded servers and the bench together)\n", r.Memory.PeakRSSMB, r.Memory.PeakHeapMB)
 	return tw.Flush()
+}
+
+// ratioText is a rate's ratio to the raw one-at-a-time publish rate, if
+// the raw phase ran.
+func ratioText(r float64) string {
+	if r == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %.2fx raw one-at-a-time", r)
+}
+
+// seedDetail describes how a log was seeded.
+func seedDetail(s benchSeedInfo) string {
+	ids := "without Nats-Msg-Id"
+	if s.MsgIDs {
+		ids = "with Nats-Msg-Id"
+	}
+	proj := "the projections left to the engine"
+	if s.ProjectionSeconds > 0 {
+		proj = fmt.Sprintf("applied to the projections %.1f s later", s.ProjectionSeconds)
+	}
+	return fmt.Sprintf("%d finished jobs, %d events written in %.1f s (%s, fsync %s), %s",
+		s.Jobs, s.Events, s.Seconds, ids, s.Fsync, proj)
 }
 
 func finished(m map[aggregate.Status]int) string {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
+)
+
+// TestBenchEveryPhase runs every phase small, the engine of the scale phase
+// from a serpent binary built for the test, and checks that the JSON has
+// every figure. It asserts no timing: only that things were measured.
+func TestBenchEveryPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine end to end and builds the serpent binary")
+	}
+	bin := filepath.Join(t.TempDir(), "serpent")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env := func(k string) string {
+		if k == "SERPENT_BENCH_ENGINE_BIN" {
+			return bin
+		}
+		return os.Getenv(k)
+	}
+	var stdout, stderr bytes.Buffer
+	err = run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,replay,scale",
+		"--scale-jobs", "3000", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
+	require.NoError(t, err, "stderr: %s", stderr.String())
+
+	var keys map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &keys), stdout.String())
+	for _, k := range []string{"machine", "phases", "raw", "happy_path", "replay", "scale", "memory", "ratios"} {
+		require.Contains(t, keys, k)
+	}
+	require.NotContains(t, keys, "faults", "the faults phase was not asked for")
+	var rep benchReport
+	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&rep))
+	require.Equal(t, []string{"raw", "happy", "replay", "scale"}, rep.Phases)
+
+	require.Positive(t, rep.Raw.SinglePerSec)
+	require.Positive(t, rep.Raw.Batch100Sec)
+
+	h := rep.HappyPath
+	require.NotNil(t, h)
+	require.Equal(t, 200, h.Finished[aggregate.StatusSucceeded])
+	require.Positive(t, h.JobsPerSec)
+	require.GreaterOrEqual(t, h.Seconds, h.ProjectionSeconds)
+	require.Positive(t, h.EventsPerJob)
+	require.Positive(t, h.AppendsPerJob)
+	require.LessOrEqual(t, h.AppendsPerJob, h.EventsPerJob)
+	require.Positive(t, rep.Ratios.HappyPathToRawSingle)
+
+	p := rep.Replay
+	require.NotNil(t, p)
+	require.Nil(t, p.Seeded, "--replay-events was not given")
+	require.Positive(t, p.Events)
+	require.True(t, p.Audit.OK, "audit violations: %+v", p.Audit.First)
+	require.Zero(t, p.Audit.Violations)
+	require.EqualValues(t, p.Events, p.Audit.Events)
+	require.Equal(t, 200, p.Audit.Jobs)
+	require.Positive(t, p.Audit.EventsPerSec)
+	require.Equal(t, auditGCPercent, p.Audit.GCPercent)
+	require.EqualValues(t, p.Events, p.Rebuild.Events)
+	require.Positive(t, p.Rebuild.EventsPerSec)
+	require.Positive(t, p.Rebuild.FoldEventsPerSec)
+	require.Positive(t, p.Rebuild.Values)
+	require.Zero(t, p.Rebuild.Deleted, "the rebuild agrees with the engine's projections")
+	require.Positive(t, rep.Ratios.AuditToRawSingle)
+	require.Positive(t, rep.Ratios.RebuildToRawSingle)
+
+	s := rep.Scale
+	require.NotNil(t, s)
+	require.Equal(t, 3000, s.Jobs)
+	require.Equal(t, 3000, s.Seed.Jobs)
+	require.GreaterOrEqual(t, s.Seed.Events, uint64(4*3000))
+	require.EqualValues(t, s.Seed.Events, s.Events)
+	require.Positive(t, s.Seed.EventsPerSec)
+	for _, l := range []benchLoad{s.Small, s.Large} {
+		require.Equal(t, 3000, l.Jobs)
+		require.Equal(t, 2000, l.Loads)
+		require.Positive(t, l.MedianMicros)
+		require.GreaterOrEqual(t, l.P99Micros, l.MedianMicros)
+		require.GreaterOrEqual(t, l.EventsPerLoad, 4.0)
+	}
+	require.Positive(t, s.LoadMedianRatio)
+	e := s.Engine
+	require.True(t, e.Measured, e.Why)
+	require.Equal(t, bin, e.Binary)
+	require.Positive(t, e.PeakRSSMB)
+	require.Positive(t, e.RSSAfterCatchUpMB)
+	require.GreaterOrEqual(t, e.PeakRSSMB, e.RSSAfterCatchUpMB)
+	require.NotNil(t, e.FreshJobs)
+	require.Equal(t, 300, e.FreshJobs.Finished[aggregate.StatusSucceeded])
+	require.Positive(t, s.BenchPeakRSSMB)
+	require.Positive(t, rep.Memory.PeakRSSMB)
+
+	// The table shows the same figures.
+	var table bytes.Buffer
+	require.NoError(t, printBench(&table, rep))
+	for _, want := range []string{"raw, one at a time", "end to end, happy path", "appends", "replay, audit", "audit OK",
+		"replay, projection rebuild", "scale, seeding", "scale, load one job at 3000 jobs", "scale, engine process memory",
+		"scale, bench process memory", "memory, bench process"} {
+		require.Contains(t, table.String(), want)
+	}
+}
+
+func TestBenchRejectsUnknownPhases(t *testing.T) {
+	_, _, err := runCmd(t, "bench", "--phases", "raw,fly")
+	require.ErrorIs(t, err, errUsage)
+	require.Contains(t, err.Error(), `"fly"`)
+}
+
+func TestBenchHelpListsPhases(t *testing.T) {
+	_, stderr, err := runCmd(t, "bench", "-h")
+	require.NoError(t, err)
+	for _, p := range benchPhases {
+		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
+	}
+	for _, f := range []string{"-replay-events", "-scale-jobs", "-cpuprofile", "-memprofile"} {
+		require.Contains(t, stderr, f)
+	}
+}
+
+// A test binary is not serpent: the scale phase does not run it as the
+// engine unless told which binary to run.
+func TestBenchEngineBinary(t *testing.T) {
+	bin, why := engineBinary(func(string) string { return "" })
+	require.Empty(t, bin)
+	require.True(t, strings.Contains(why, "SERPENT_BENCH_ENGINE_BIN"), why)
+	bin, _ = engineBinary(func(k string) string { return map[string]string{"SERPENT_BENCH_ENGINE_BIN": "/opt/serpent"}[k] })
+	require.Equal(t, "/opt/serpent", bin)
+}

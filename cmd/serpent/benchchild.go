@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
+)
+
+// engineBinary is the serpent binary to run the engine from:
+// $SERPENT_BENCH_ENGINE_BIN, else this executable unless it is a test
+// binary (which would run its tests).
+func engineBinary(env func(string) string) (string, string) {
+	if p := env("SERPENT_BENCH_ENGINE_BIN"); p != "" {
+		return p, ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "cannot find this executable: " + err.Error()
+	}
+	if strings.HasSuffix(filepath.Base(exe), ".test") {
+		return "", "this process is a test binary, not serpent; set SERPENT_BENCH_ENGINE_BIN to a serpent binary"
+	}
+	return exe, ""
+}
+
+// childEngine runs "serpent run" as a child process on the log at natsURL,
+// waits until it has caught up, runs fresh jobs through it and reads its
+// peak resident memory.
+func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream.JetStream) (benchChild, error) {
+	var r benchChild
+	bin, why := engineBinary(b.env)
+	if bin == "" {
+		r.Why = why
+		return r, nil
+	}
+	r.Binary = bin
+	args := []string{"run", "--nats-url", natsURL, "--http", "127.0.0.1:0", "--sandbox-url", b.sbURL, "--log-level", "error",
+		"--name", "serpent-bench-engine", "--sweep-every", "0", "--grace", "2s",
+		"--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s"}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG"} {
+		if v := b.env(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	stdout, stderr := &syncWriter{}, &syncWriter{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return r, fmt.Errorf("bench: start the engine %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			return errors.New("the engine did not stop within 30 s of SIGTERM")
+		}
+	}
+	defer stop()
+	failed := func(format string, a ...any) (benchChild, error) {
+		return r, fmt.Errorf("bench: the engine process: %s\n%s", fmt.Sprintf(format, a...), tail(stderr.String(), 2000))
+	}
+
+	// Its status page, once it is up.
+	re := regexp.MustCompile(`status page on http://(\S+)/`)
+	var addr string
+	for deadline := time.Now().Add(2 * time.Minute); addr == ""; {
+		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			addr = m[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			return failed("no status page within 2 minutes")
+		}
+		select {
+		case err := <-exited:
+			stopped = true
+			return failed("stopped at start: %v", err)
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.StartSeconds = round2(time.Since(start).Seconds())
+
+	// Caught up: ready, no projection lag, the metrics tally at the end of
+	// the log.
+	caught := time.Now()
+	client := &http.Client{Timeout: 10 * time.Second}
+	last, err := lastSeq(ctx, js, snats.EventStream)
+	if err != nil {
+		return r, err
+	}
+	for deadline := time.Now().Add(3 * time.Hour); ; {
+		ok, state, applied := childCaughtUp(ctx, client, addr, js, last)
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return failed("not caught up within 3 hours: %s", state)
+		}
+		select {
+		case err := <-exited:
+			stopped = true
+			return failed("stopped while catching up: %v", err)
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		b.prog("scale: engine catching up", int(min(applied, childLogSeq(client, addr), last)), int(last))
+	}
+	b.prog("scale: engine catching up", int(last), int(last))
+	r.CatchUpSeconds = round2(time.Since(caught).Seconds())
+	r.CatchUpEventsPerSec = perSec(int(last), time.Since(caught))
+	r.RSSAfterCatchUpMB = round2(float64(procStatus(cmd.Process.Pid, "VmRSS")) / (1 << 20))
+
+	// Fresh jobs through it, end to end.
+	if b.f.scaleFresh > 0 {
+		e, err := benchEndToEnd(ctx, js, "scale engine", b.f.scaleFresh, b.prog)
+		if err != nil {
+			return failed("%v", err)
+		}
+		r.FreshJobs = &e
+	}
+	r.PeakRSSMB = round2(float64(procStatus(cmd.Process.Pid, "VmHWM")) / (1 << 20))
+	r.Measured = r.PeakRSSMB > 0
+	if !r.Measured {
+		r.Why = "no /proc/<pid>/status on this system"
+	}
+	if err := stop(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return failed("%v", err)
+		}
+		return failed("exited with %v after SIGTERM", err)
+	}
+	return r, nil
+}
+
+// childCaughtUp reports whether the engine at addr has caught up with the
+// log up to sequence last, and if not, what it waits for.
+func childCaughtUp(ctx context.Context, client *http.Client, addr string, js jetstream.JetStream, last uint64) (bool, string, uint64) {
+	lag, err := projector.ReadLag(ctx, js, "", time.Now())
+	if err != nil {
+		return false, err.Error(), 0
+	}
+	if lag.Pending > 0 || lag.Applied < last {
+		return false, fmt.Sprintf("%d events not applied to the projections", lag.Pending), lag.Applied
+	}
+	if seq := childLogSeq(client, addr); seq < last {
+		return false, fmt.Sprintf("metrics counted up to %d of %d", seq, last), lag.Applied
+	}
+	resp, err := client.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return false, err.Error(), lag.Applied
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Sprintf("/readyz %d: %s", resp.StatusCode, strings.TrimSpace(string(body))), lag.Applied
+	}
+	return true, "", lag.Applied
+}
+
+// childLogSeq reads serpent_metrics_log_seq from the engine's /metrics: how
+// far its tally has read the log (MaxUint64 if it does not say).
+func childLogSeq(client *http.Client, addr string) uint64 {
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "serpent_metrics_log_seq "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0
+			}
+			return uint64(f)
+		}
+	}
+	if resp.StatusCode == http.StatusOK && sc.Err() == nil {
+		return math.MaxUint64
+	}
+	return 0
+}
+
+// tail is the end of s, at most n bytes.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
