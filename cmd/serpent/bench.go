@@ -18,6 +18,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
 
@@ -45,6 +46,11 @@ type benchFlags struct {
 	scaleFresh   int
 	cpuProfile   string
 	memProfile   string
+	// nats, when it says where (a URL or a nats CLI context), is an
+	// existing NATS the engine and the phases use instead of an embedded
+	// server.
+	nats     natsFlags
+	external bool
 }
 
 // benchReport is everything one bench run measured.
@@ -63,6 +69,10 @@ type benchReport struct {
 }
 
 type benchMachine struct {
+	// Server is "embedded", or "existing" for a server given with
+	// --nats-url or --nats-context.
+	Server    string `json:"server"`
+	Replicas  int    `json:"replicas"`
 	CPUs      int    `json:"cpus"`
 	GoVersion string `json:"go"`
 	Fsync     string `json:"fsync"`
@@ -111,6 +121,7 @@ func runBench(ctx context.Context, args []string, env func(string) string, stdou
 	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
+	f.nats.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent bench [flags]
 
@@ -149,7 +160,18 @@ and, after them all:
             it runs in-process and the embedded NATS servers together
 
 It prints a table with the ratios to the raw one-at-a-time rate, or every
-figure with -o json. Flags:
+figure with -o json.
+
+With --nats-url or --nats-context (and the other --nats-* flags or
+NATS_* variables for its authentication) the engine and the phases use
+that existing server instead: the engine in this process joins it like
+"serpent run --nats-url" does, the raw phase makes and then deletes a
+stream SERPENT_BENCH on it, and the jobs the bench runs stay in its
+SERP_EVENTS. Point it at a server or account of its own, never at one
+that holds real jobs. The scale phase and --replay-events, which restart
+servers of their own, need the embedded one.
+
+Flags:
 
 `)
 		fs.PrintDefaults()
@@ -178,6 +200,14 @@ figure with -o json. Flags:
 	}
 	if f.scaleFresh < 0 || f.replayEvents < 0 {
 		return fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", errUsage)
+	}
+	if f.external = f.nats.configured(env); f.external {
+		if phases["scale"] || f.replayEvents > 0 {
+			return fmt.Errorf("%w: the scale phase and --replay-events run servers of their own: leave out --nats-url and --nats-context", errUsage)
+		}
+		if err := f.nats.conn.Validate(); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
 	}
 	faults, err := benchFaults(f.faults)
 	if err != nil {
@@ -222,7 +252,12 @@ figure with -o json. Flags:
 		defer b.stopEngine()
 	}
 
-	rep := benchReport{Machine: machine()}
+	rep := benchReport{Machine: machine(f.external)}
+	if b.js != nil {
+		if s, err := b.js.Stream(ctx, snats.EventStream); err == nil {
+			rep.Machine.Replicas = s.CachedInfo().Config.Replicas
+		}
+	}
 	for _, p := range benchPhases {
 		if phases[p] {
 			rep.Phases = append(rep.Phases, p)
@@ -290,20 +325,52 @@ figure with -o json. Flags:
 	return printBench(stdout, rep)
 }
 
-// startEngine starts the in-process engine (and its embedded server) on
-// the run's data folder and connects to it.
+// startEngine starts the in-process engine, with its embedded server on
+// the run's data folder or on the existing server the flags name, and
+// connects to that server.
 func (b *benchRun) startEngine(ctx context.Context) error {
-	eng, err := startBenchEngine(ctx, filepath.Join(b.dir, "data"), b.sbURL, b.f.workers)
-	if err != nil {
+	var (
+		eng *benchEngine
+		err error
+		nc  *natsgo.Conn
+		js  jetstream.JetStream
+	)
+	if b.f.external {
+		eng, err = startBenchEngine(ctx, []string{}, b.engineEnv(), b.sbURL, b.f.workers)
+		if err == nil {
+			nc, js, err = b.f.nats.connect(b.env, nil, "serpent bench")
+		}
+	} else {
+		eng, err = startBenchEngine(ctx, []string{"--data", filepath.Join(b.dir, "data"), "--nats-listen", "127.0.0.1:0"}, nil, b.sbURL, b.f.workers)
+		if err == nil {
+			nc, js, err = benchConnect(eng.natsURL)
+		}
+	}
+	if err != nil && eng == nil {
 		return err
 	}
-	nc, js, err := benchConnect(eng.natsURL)
 	if err != nil {
 		eng.stop()
 		return err
 	}
 	b.eng, b.nc, b.js = eng, nc, js
 	return nil
+}
+
+// engineEnv is the environment of the in-process engine on an existing
+// server: the bench's connection settings (flags and NATS_* variables) as
+// NATS_* variables, and where the nats CLI contexts are; nothing else, so
+// the engine buys from the bench's sandbox whatever else is set.
+func (b *benchRun) engineEnv() map[string]string {
+	c := b.f.nats.conn
+	env := map[string]string{
+		"NATS_URL": strings.Join(c.URLs, ","), "NATS_CREDS": c.CredsFile, "NATS_NKEY": c.NKeySeedFile,
+		"NATS_USER": c.User, "NATS_PASSWORD": c.Password, "NATS_TOKEN": c.Token,
+		"NATS_CA": c.TLSCA, "NATS_CERT": c.TLSCert, "NATS_KEY": c.TLSKey,
+		"NATS_CONTEXT": c.Context, "NATS_INBOX_PREFIX": c.InboxPrefix,
+		"HOME": b.env("HOME"), "XDG_CONFIG_HOME": b.env("XDG_CONFIG_HOME"),
+	}
+	return env
 }
 
 // stopEngine stops the in-process engine and its server; it is safe to
@@ -352,24 +419,31 @@ type benchEngine struct {
 	stop    func()
 }
 
-func startBenchEngine(ctx context.Context, dataDir, sandboxURL string, workers int) (*benchEngine, error) {
+// startBenchEngine runs "serpent run" in this process with the given
+// server arguments (an embedded server's, or none for an existing server
+// that env names) and waits until it is ready.
+func startBenchEngine(ctx context.Context, serverArgs []string, env map[string]string, sandboxURL string, workers int) (*benchEngine, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := &syncWriter{}
 	done := make(chan error, 1)
-	args := []string{"run", "--data", dataDir, "--nats-listen", "127.0.0.1:0", "--http", "", "--sandbox-url", sandboxURL,
+	args := append(append([]string{"run"}, serverArgs...), "--http", "", "--sandbox-url", sandboxURL,
 		"--workers", strconv.Itoa(workers), "--intake-concurrency", strconv.Itoa(workers), "--log-level", "error",
-		"--sweep-every", "0", "--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s"}
-	go func() { done <- run(ctx, args, func(k string) string { return "" }, out, io.Discard) }()
+		"--sweep-every", "0", "--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s")
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, out, io.Discard) }()
 	re := regexp.MustCompile(`JetStream at (nats://\S+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(out.String()); m != nil && regexp.MustCompile(`ready with`).MatchString(out.String()) {
-			return &benchEngine{natsURL: m[1], stop: func() { cancel(); <-done }}, nil
+		if text := out.String(); strings.Contains(text, "ready with") {
+			eng := &benchEngine{stop: func() { cancel(); <-done }}
+			if m := re.FindStringSubmatch(text); m != nil {
+				eng.natsURL = m[1]
+			}
+			return eng, nil
 		}
 		select {
 		case err := <-done:
 			cancel()
-			return nil, fmt.Errorf("bench: the engine stopped at start: %v", err)
+			return nil, fmt.Errorf("bench: the engine stopped at start: %w", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

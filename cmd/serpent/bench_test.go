@@ -120,6 +120,20 @@ func TestBenchEveryPhase(t *testing.T) {
 	}
 }
 
+func TestBenchOnAnExistingServerRefusesScale(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--nats-url", "nats://127.0.0.1:4222", "--phases", "scale"},
+		{"bench", "--nats-url", "nats://127.0.0.1:4222", "--replay-events", "1000"},
+	} {
+		_, _, err := runCmd(t, args...)
+		require.ErrorIs(t, err, errUsage)
+		require.Contains(t, err.Error(), "--nats-url")
+	}
+	_, _, err := runCmd(t, "bench", "--nats-url", "nats://127.0.0.1:4222", "--nats-user", "bench")
+	require.ErrorIs(t, err, errUsage)
+	require.Contains(t, err.Error(), "no password")
+}
+
 func TestBenchRejectsUnknownPhases(t *testing.T) {
 	_, _, err := runCmd(t, "bench", "--phases", "raw,fly")
 	require.ErrorIs(t, err, errUsage)

@@ -11,13 +11,20 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 )
 
-func machine() benchMachine {
-	return benchMachine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Fsync: "always"}
+// machine describes where the bench runs: on an embedded server (fsync on
+// every write, one replica) or on an existing one, whose fsync it cannot
+// see.
+func machine(existing bool) benchMachine {
+	if existing {
+		return benchMachine{Server: "existing", CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Fsync: "as the server is configured"}
+	}
+	return benchMachine{Server: "embedded", Replicas: 1, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Fsync: "always"}
 }
 
 func printBench(w io.Writer, r benchReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "serpent bench: %d CPUs, %s, embedded JetStream, fsync %s, 1 replica; phases %s\n\n", r.Machine.CPUs, r.Machine.GoVersion, r.Machine.Fsync, strings.Join(r.Phases, ","))
+	fmt.Fprintf(tw, "serpent bench: %d CPUs, %s, %s JetStream, fsync %s, %s; phases %s\n\n", r.Machine.CPUs, r.Machine.GoVersion,
+		r.Machine.Server, r.Machine.Fsync, replicasText(r.Machine.Replicas), strings.Join(r.Phases, ","))
 	fmt.Fprintln(tw, "phase\trate\tdetail")
 	if r.Raw.Messages > 0 {
 		fmt.Fprintf(tw, "raw, one at a time\t%.0f msg/s\t%d messages of %d bytes, each waiting for its ack\n", r.Raw.SinglePerSec, r.Raw.Messages, r.Raw.PayloadBytes)
@@ -154,3 +161,14 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncWriter) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// replicasText says how many replicas SERP_EVENTS has.
+func replicasText(n int) string {
+	switch n {
+	case 0:
+		return "replicas unknown"
+	case 1:
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
+}

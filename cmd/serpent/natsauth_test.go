@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
@@ -154,7 +156,7 @@ func makeTLSFiles(t *testing.T) tlsFiles {
 	return f
 }
 
-// TestCommandsWithNATSAuth: serpent run, schedule, status and audit work
+// TestCommandsWithNATSAuth: serpent run, schedule, status, audit and bench work
 // against a server that requires creds (JWT) or TLS with a client
 // certificate, given by flags or by the environment; without them they
 // are refused.
@@ -209,6 +211,17 @@ func TestCommandsWithNATSAuth(t *testing.T) {
 			env["NATS_URL"] = url
 			require.NoError(t, run(context.Background(), []string{"audit", "--progress=false"}, func(k string) string { return env[k] }, &stdout, &stderr))
 			require.Contains(t, stdout.String(), "every promise kept")
+
+			// bench runs its engine and phases on the same server.
+			var benchOut, benchErr strings.Builder
+			require.NoError(t, run(context.Background(), append([]string{"bench", "--nats-url", url, "--phases", "raw,happy",
+				"--jobs", "20", "--raw", "20", "--workers", "16", "-o", "json", "--progress=false"}, flags...),
+				func(string) string { return "" }, &benchOut, &benchErr), "stderr: %s", benchErr.String())
+			var rep benchReport
+			require.NoError(t, json.Unmarshal([]byte(benchOut.String()), &rep), benchOut.String())
+			require.Equal(t, "existing", rep.Machine.Server)
+			require.Equal(t, 20, rep.HappyPath.Finished[aggregate.StatusSucceeded])
+			require.Positive(t, rep.Raw.SinglePerSec)
 
 			// Without them, a clear refusal.
 			var none strings.Builder
