@@ -141,6 +141,12 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 		r.LoadP99Ratio = round2(r.Large.P99Micros / r.Small.P99Micros)
 	}
 
+	r.BenchPeakRSSMB = round2(float64(vmHWM()) / (1 << 20))
+	if !b.f.scaleEngine {
+		r.Engine.Why = "--scale-engine=false"
+		return r, nil
+	}
+
 	// The engine as its own process on that log.
 	srv, nc, js, err := startBenchServer(dir, 0)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -136,7 +137,8 @@ type readmeEnv struct {
 //   - serpent commands ("go run ./cmd/serpent X" or "serpent X") run
 //     through run(), with NATS_URL pointing at the engine; the engine
 //     itself is the README's "serpent run" with a free port, a temporary
-//     data folder and its HTTP server on a free port; "serpent sandbox"
+//     data folder and its HTTP server on a free port; "serpent bench"
+//     only parses its flags (TestBenchEveryPhase runs it); "serpent sandbox"
 //     runs until it prints its URL, on a free port;
 //   - nats CLI commands run as the same request with nats.go;
 //   - curl commands are the same GET;
@@ -226,6 +228,12 @@ func (e *readmeEnv) serpent(t *testing.T, args []string) {
 		return
 	case "sandbox":
 		e.sandboxExample(t, args[1:])
+		return
+	case "bench":
+		// Minutes of measurement: TestBenchEveryPhase runs every phase
+		// small; here the README's flags must parse.
+		_, _, err := parseBenchFlags(args[1:], func(string) string { return "" }, io.Discard)
+		require.NoError(t, err, "serpent %s", strings.Join(args, " "))
 		return
 	}
 	for i, a := range args {
