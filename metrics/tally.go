@@ -17,9 +17,10 @@ const RecentJobs = 20
 
 // Tally folds the event log into running totals. Records at or below the
 // last sequence applied are skipped, so feeding one twice changes nothing.
-// It is safe for concurrent use.
+// It is safe for concurrent use; records come from one goroutine, in
+// stream order.
 //
-// It remembers every job it has seen, in as little memory as it can: a
+// It remembers each job it has seen, in as little memory as it can: a
 // job whose id is 32 lowercase hex digits (every id aggregate.JobID makes)
 // and that has at most 3 purchases and 3 re-purchases is one byte in a map
 // keyed by the 16 bytes of its id: 21 to 42 bytes of heap with the map's
@@ -27,6 +28,12 @@ const RecentJobs = 20
 // A job waiting for the billing ledger also keeps why and since when,
 // until it leaves the queue. A job with another id, or with more
 // purchases, is kept whole under its id: some 120 to 170 bytes.
+//
+// A tally made to forget finished jobs (ForgetFinished) lets a job go
+// once it is finished, so its memory follows the jobs in flight, not the
+// jobs ever run; the rare event that comes for a finished job later (a
+// re-purchase an operator authorises) needs the job's earlier events,
+// which NeedsHistory asks for and ApplyWithHistory takes.
 type Tally struct {
 	mu  sync.Mutex
 	seq uint64
@@ -40,6 +47,8 @@ type Tally struct {
 	// reconciling holds the jobs waiting for the billing ledger. It is nil
 	// when there are none, so that a burst does not keep its memory.
 	reconciling map[string]waiting
+	// forget lets finished jobs go (ForgetFinished).
+	forget bool
 }
 
 // jobTally is what a Tally remembers of one job.
@@ -202,6 +211,46 @@ func NewTally() *Tally {
 	}}
 }
 
+// ForgetFinished makes t let every job go once it is finished, and
+// returns t. Call it before the first record. Whoever feeds t must then
+// give a finished job's earlier events with its next event (see
+// NeedsHistory); Follow does.
+func (t *Tally) ForgetFinished() *Tally {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget = true
+	return t
+}
+
+// Remembered is how many jobs t keeps in memory.
+func (t *Tally) Remembered() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.jobs) + len(t.wide)
+}
+
+// NeedsHistory reports whether r is for a job t has let go that had
+// events before r: ApplyWithHistory must then be given the job's events.
+// Only a tally that forgets finished jobs ever needs them.
+func (t *Tally) NeedsHistory(r projections.Record) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.forget || r.Seq <= t.seq || r.Event.Version <= 1 {
+		return false
+	}
+	h, isHex := parseHexID(r.Event.JobID)
+	return t.job(r.Event.JobID, h, isHex) == jobTally{}
+}
+
+// ApplyWithHistory adds r as Apply does, for a job t has let go: history
+// holds the job's events (those before r's version count; any others are
+// ignored), from which t finds where the job stood.
+func (t *Tally) ApplyWithHistory(r projections.Record, history []events.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.apply(r, history, true)
+}
+
 // Seq is the stream sequence of the last event applied.
 func (t *Tally) Seq() uint64 {
 	t.mu.Lock()
@@ -213,6 +262,12 @@ func (t *Tally) Seq() uint64 {
 func (t *Tally) Apply(r projections.Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.apply(r, nil, false)
+}
+
+// apply adds r; with restore, a job t does not hold starts from where its
+// history leaves it instead of from nothing.
+func (t *Tally) apply(r projections.Record, history []events.Event, restore bool) {
 	if r.Seq <= t.seq {
 		return
 	}
@@ -220,6 +275,11 @@ func (t *Tally) Apply(r projections.Record) {
 	e := r.Event
 	h, isHex := parseHexID(e.JobID)
 	j := t.job(e.JobID, h, isHex)
+	if restore && j == (jobTally{}) {
+		// A job is let go only when finished, so it comes back finished
+		// (or as nothing), never in the reconciling queue.
+		j = replayJob(history, e.Version)
+	}
 	wasDoubled := j.doubled()
 	t.c.Events[e.Type()]++
 	switch d := e.Data.(type) {
@@ -229,24 +289,19 @@ func (t *Tally) Apply(r projections.Record) {
 		t.c.Rotations[d.Reason]++
 	case events.Reconciled:
 		t.c.Reconciliations[d.Verdict]++
-		if d.Verdict == aggregate.VerdictCharged {
-			t.c.Purchases++
-			j.purchases++
-		}
 		for _, en := range d.Entries {
 			t.c.ChargedPages += uint64(max(en.BilledPages, 0))
 		}
 	case events.ObservationStored:
 		t.c.Sends[string(aggregate.ClassSuccess)]++ // a success is stored, not classified
-		t.c.Purchases++
 		t.c.ResultPages += uint64(max(d.Pages, 0))
-		j.purchases++
 	case events.JobFailed:
 		if d.Reason == aggregate.ReasonAPIError {
 			t.c.Sends[string(aggregate.ClassFailure)]++ // so is a confirmed failure
 		}
-	case events.RepurchaseAuthorized:
-		j.repurchases++
+	}
+	if j.count(e) {
+		t.c.Purchases++
 	}
 	if now := j.doubled(); now != wasDoubled {
 		if now {
@@ -281,8 +336,47 @@ func (t *Tally) Apply(r projections.Record) {
 		t.enqueue(e.JobID, w)
 	}
 	j.status = s.Status
+	if t.forget && j.status.Terminal() {
+		j = jobTally{} // finished: counted, and let go
+	}
 	t.remember(e.JobID, h, isHex, j)
 	t.touch(e.JobID)
+}
+
+// count adds what e says of the job's purchases to j, and reports whether
+// e is a purchase.
+func (j *jobTally) count(e events.Event) bool {
+	switch d := e.Data.(type) {
+	case events.Reconciled:
+		if d.Verdict == aggregate.VerdictCharged {
+			j.purchases++
+			return true
+		}
+	case events.ObservationStored:
+		j.purchases++
+		return true
+	case events.RepurchaseAuthorized:
+		j.repurchases++
+	}
+	return false
+}
+
+// replayJob is where a job stood before its event of version before, from
+// its history: what a Tally would have remembered of it.
+func replayJob(history []events.Event, before uint64) jobTally {
+	var (
+		j      jobTally
+		reason string // why it reconciles, which its transitions read
+	)
+	for _, e := range history {
+		if e.Version >= before {
+			continue
+		}
+		j.count(e)
+		s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: reason}, e)
+		j.status, reason = s.Status, s.Reconcile
+	}
+	return j
 }
 
 // enqueue puts a job in the reconciling queue, or updates it there.

@@ -98,9 +98,19 @@ func finishedJob(b *testing.B, ids *projectionstest.IDs, i int) []events.Event {
 // and the time to apply one event (ns/event). Each event's job id is a
 // fresh string, as the decoder in Follow gives it, so ids the Tally keeps
 // are counted. The collector is off while the events are applied, so that
-// ns/event does not count collecting the benchmark's own log.
+// ns/event does not count collecting the benchmark's own log. "forget" is
+// the tally serpent run keeps, which lets finished jobs go.
 func BenchmarkTallyFinishedJobs(b *testing.B) {
 	recs := finishedJobsLog(b)
+	for _, mode := range []struct {
+		name string
+		new  func() *metrics.Tally
+	}{{"remember", metrics.NewTally}, {"forget", func() *metrics.Tally { return metrics.NewTally().ForgetFinished() }}} {
+		b.Run(mode.name, func(b *testing.B) { benchTally(b, recs, mode.new) })
+	}
+}
+
+func benchTally(b *testing.B, recs []projections.Record, newTally func() *metrics.Tally) {
 	var perJob float64
 	b.ResetTimer()
 	for range b.N {
@@ -108,7 +118,7 @@ func BenchmarkTallyFinishedJobs(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		tally := metrics.NewTally()
+		tally := newTally()
 		gc := debug.SetGCPercent(-1)
 		b.StartTimer()
 		for _, r := range recs {

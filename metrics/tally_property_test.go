@@ -54,6 +54,64 @@ func TestTallyAgreesWithTheModel(t *testing.T) {
 	}
 }
 
+// TestForgetfulTallyAgreesWithTheModel: a Tally that lets finished jobs
+// go, given a job's earlier events whenever it asks for them, keeps the
+// same totals, queue and recent jobs as the model, which remembers every
+// job; and it holds no finished job.
+func TestForgetfulTallyAgreesWithTheModel(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			ids := randomJobIDs(rng)
+			tally, model := NewTally().ForgetFinished(), newModelTally()
+			history := map[string][]events.Event{}
+			asked := 0
+			seq := uint64(0)
+			for step := range 1500 {
+				switch n := rng.IntN(100); {
+				case n < 3:
+					seq++
+					tally.Undecodable(seq)
+					model.Undecodable(seq)
+				case n < 6 && seq > 0: // a record seen before
+					r := projections.Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)}
+					require.False(t, tally.NeedsHistory(r))
+					tally.Apply(r)
+					model.Apply(r)
+				default:
+					seq++
+					e := randomEvent(rng, ids)
+					e.Version = uint64(len(history[e.JobID])) + 1
+					r := projections.Record{Seq: seq, Event: e}
+					if tally.NeedsHistory(r) {
+						asked++
+						tally.ApplyWithHistory(r, history[e.JobID])
+					} else {
+						tally.Apply(r)
+					}
+					model.Apply(r)
+					history[e.JobID] = append(history[e.JobID], e)
+				}
+				require.Equal(t, model.Counts(), tally.Counts(), "step %d", step)
+				require.Equal(t, model.Recent(), tally.Recent(), "step %d", step)
+				limit := rng.IntN(8)
+				wantQ, wantN := model.Reconciling(limit)
+				gotQ, gotN := tally.Reconciling(limit)
+				require.Equal(t, wantN, gotN, "step %d", step)
+				require.Equal(t, wantQ, gotQ, "step %d", step)
+			}
+			require.Positive(t, asked, "finished jobs came back")
+			for _, p := range tally.jobs {
+				require.False(t, p.unpack().status.Terminal(), "a finished job is kept")
+			}
+			for id, j := range tally.wide {
+				require.False(t, j.status.Terminal(), "finished job %q is kept", id)
+			}
+			require.Less(t, tally.Remembered(), len(ids.all))
+		})
+	}
+}
+
 // requireKeptOnce checks that a Tally keeps each job in one place only,
 // in a byte whenever it can, and lets an empty queue go; and that the log
 // made it use both forms for hex ids.

@@ -1,0 +1,100 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/metrics"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+)
+
+// TestFollowForgetsFinishedJobs: a tally that lets finished jobs go,
+// fed by Follow from a real SERP_EVENTS, holds only the jobs in flight,
+// and when a finished job comes back (charged without a result, then
+// bought again by an operator) it loads the job's events and counts it
+// exactly as a tally that remembers every job.
+func TestFollowForgetsFinishedJobs(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
+	require.NoError(t, err)
+
+	forgetful, full := metrics.NewTally().ForgetFinished(), metrics.NewTally()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, tally := range []*metrics.Tally{forgetful, full} {
+		wg.Add(1)
+		go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	}
+
+	// Jobs that finish at once, and the one that comes back.
+	ids := projectionstest.IDsFrom(0)
+	var seq, version uint64 // the log's last sequence; the last job's version
+	done := 0               // events of the last job written
+	write := func(j *projectionstest.Job, from int) {
+		if from == 0 {
+			version = 0
+		}
+		v, err := st.Append(ctx, j.S.JobID, version, j.Log[from:]...)
+		require.NoError(t, err)
+		seq += uint64(len(j.Log) - from)
+		version, done = v, len(j.Log)
+	}
+	for i := range 5 {
+		j := projectionstest.NewJob(t, ids, fmt.Sprintf("kettle %d", i), projectionstest.T0)
+		j.Send()
+		req := fmt.Sprintf("req_ok_%d", i)
+		j.Reply(aggregate.Outcome{Status: 200, RequestID: req, Result: projectionstest.Result(req, 1), Pages: 1})
+		write(j, 0)
+	}
+	j := projectionstest.NewJob(t, ids, "grinder", projectionstest.T0)
+	j.Send()
+	j.Reply(aggregate.Outcome{Status: 409, Code: "idempotency_replay_unavailable", RequestID: "req_1"})
+	key, _ := j.Key()
+	j.Do(aggregate.LedgerAnswer{Keys: []string{key}, RequestIDs: []string{"req_1"}, Entries: []events.LedgerEntry{
+		{RequestID: "req_1", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: j.Now}}})
+	write(j, 0)
+
+	caughtUp := func(want map[aggregate.Status]int, remembered int) {
+		t.Helper()
+		natstest.WaitFor(t, 10*time.Second, func() error {
+			for _, tally := range []*metrics.Tally{forgetful, full} {
+				if got := tally.Seq(); got != seq {
+					return fmt.Errorf("counted up to %d of %d", got, seq)
+				}
+			}
+			return nil
+		})
+		require.Equal(t, full.Counts(), forgetful.Counts())
+		require.Equal(t, want, jobsIn(forgetful.Counts()))
+		require.Equal(t, remembered, forgetful.Remembered())
+	}
+	caughtUp(map[aggregate.Status]int{aggregate.StatusSucceeded: 5, aggregate.StatusChargedNoResult: 1}, 0)
+	require.Equal(t, 6, full.Remembered())
+
+	j.Now = j.Now.Add(time.Hour)
+	j.Do(aggregate.AuthorizeRepurchase{By: "ops", Reason: "customer needs it"})
+	write(j, done)
+	caughtUp(map[aggregate.Status]int{aggregate.StatusSucceeded: 5, aggregate.StatusRetrying: 1}, 1)
+
+	j.Send()
+	j.Reply(aggregate.Outcome{Status: 200, RequestID: "req_2", Result: projectionstest.Result("req_2", 1), Pages: 1})
+	write(j, done)
+	caughtUp(map[aggregate.Status]int{aggregate.StatusSucceeded: 6}, 0)
+	c := forgetful.Counts()
+	require.EqualValues(t, 7, c.Purchases, "five, the charge without a result and the one bought again")
+	require.Zero(t, c.DoubleCharges, "a re-purchase an operator authorised is not a double charge")
+}
