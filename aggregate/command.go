@@ -81,6 +81,9 @@ func (c ScheduleCommand) Canonical() (ScheduleCommand, time.Time, error) {
 		bad("slot", "is required (RFC 3339 time, for example 2026-12-02T14:00:00Z)")
 	case err != nil:
 		bad("slot", "%q is not an RFC 3339 time such as 2026-12-02T14:00:00Z", c.Slot)
+	case slot.UTC().Year() < 0 || slot.UTC().Year() > 9999:
+		// Its canonical form in UTC would not be RFC 3339 (four-digit years).
+		bad("slot", "%q falls outside the years 0000-9999 in UTC", c.Slot)
 	}
 	c.Slot = slot.UTC().Format(time.RFC3339Nano)
 

@@ -35,6 +35,7 @@ var (
 	descDoubles         = desc("serpent_suspected_double_charges", "Jobs whose log shows more purchases than one plus their authorised re-purchases. Must be 0.")
 	descUndecodable     = desc("serpent_undecodable_events_total", "Messages of SERP_EVENTS that are not readable events.")
 	descLogSeq          = desc("serpent_metrics_log_seq", "Stream sequence of the last event these metrics counted.")
+	descHeld            = desc("serpent_metrics_jobs_held", "Jobs these metrics hold in memory: the jobs in flight (a finished job is counted and let go).")
 	descLagEvents       = desc("serpent_projection_lag_events", "Events of SERP_EVENTS not applied to the projection buckets yet.")
 	descLagSeconds      = desc("serpent_projection_lag_seconds", "How much older the newest applied event is than the newest event (0 when caught up).")
 	descLastSeq         = desc("serpent_event_log_last_seq", "Last stream sequence of SERP_EVENTS.")
@@ -43,7 +44,7 @@ var (
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descEvents, descSends, descRotations, descReconciliations, descPurchases,
-		descPages, descDoubles, descUndecodable, descLogSeq, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
+		descPages, descDoubles, descUndecodable, descLogSeq, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
 		ch <- d
 	}
 }
@@ -92,4 +93,5 @@ func (c *logCollector) collectTally(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDoubles, prometheus.GaugeValue, float64(n.DoubleCharges))
 	ch <- prometheus.MustNewConstMetric(descUndecodable, prometheus.CounterValue, float64(n.Undecodable))
 	ch <- prometheus.MustNewConstMetric(descLogSeq, prometheus.GaugeValue, float64(n.Seq))
+	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(c.tally.Remembered()))
 }

@@ -7,8 +7,10 @@
 // a Tally folds them from the event log itself (Follow reads SERP_EVENTS
 // with an ordered consumer from sequence 1), so they survive restarts,
 // agree across every process that serves them and equal what an audit of
-// the log would count. The projections' lag is read from the server at
-// scrape time.
+// the log would count. serpent run's Tally lets a finished job go once it
+// has counted it, so its memory follows the jobs in flight; Follow loads
+// a finished job's events back for the rare event that comes for it
+// later. The projections' lag is read from the server at scrape time.
 //
 // Only timings need hooks inside the process: Metrics is the engine's
 // search observer (API latency by account and reply), wraps the event

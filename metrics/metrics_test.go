@@ -93,7 +93,8 @@ func TestFollowAndScrape(t *testing.T) {
 		`serpent_billed_pages_total{source="charged_no_result"} 1`,
 		`serpent_suspected_double_charges 0`,
 		fmt.Sprintf(`serpent_metrics_log_seq %d`, n),
-		`serpent_projection_lag_up 0`, // no projection runner here
+		fmt.Sprintf(`serpent_metrics_jobs_held %d`, len(jobs)), // this tally keeps every job
+		`serpent_projection_lag_up 0`,                          // no projection runner here
 		`serpent_api_request_seconds_count{account="default",status="200"} 1`,
 		`serpent_api_request_seconds_count{account="team-b",status="unknown"} 1`,
 		fmt.Sprintf(`serpent_append_seconds_count{result="ok"} %d`, len(jobs)),

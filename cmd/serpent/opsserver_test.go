@@ -106,6 +106,7 @@ func TestOpsEndpoints(t *testing.T) {
 	require.Equal(t, 5.0, metricValue(body, `serpent_sends_total{class="success"}`))
 	require.Equal(t, 5.0, metricValue(body, `serpent_purchases_total`))
 	require.Equal(t, 0.0, metricValue(body, `serpent_suspected_double_charges`))
+	require.Equal(t, 0.0, metricValue(body, `serpent_metrics_jobs_held`), "finished jobs are counted and let go")
 	require.Greater(t, metricValue(body, `serpent_billed_pages_total{source="observation"}`), 0.0)
 	require.Equal(t, 5.0, metricValue(body, `serpent_api_request_seconds_count{account="default",status="200"}`))
 	require.Greater(t, metricValue(body, `serpent_append_seconds_count{result="ok"}`), 0.0)
