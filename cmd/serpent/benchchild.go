@@ -151,7 +151,9 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 		}
 		r.FreshJobs = &e
 	}
-	r.PeakRSSMB = round2(float64(procStatus(cmd.Process.Pid, "VmHWM")) / (1 << 20))
+	// The kernel's RSS counters are kept per CPU and folded in lazily, so
+	// the high-water mark read now can lag an RSS read before by a little.
+	r.PeakRSSMB = max(round2(float64(procStatus(cmd.Process.Pid, "VmHWM"))/(1<<20)), r.RSSAfterCatchUpMB)
 	r.Measured = r.PeakRSSMB > 0
 	if !r.Measured {
 		r.Why = "no /proc/<pid>/status on this system"
