@@ -57,28 +57,9 @@ func (w *watch) run(ctx context.Context) {
 
 func (w *watch) follow(ctx context.Context) error {
 	w.mu.Lock()
-	start := w.seq + 1
+	after := w.seq
 	w.mu.Unlock()
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{snats.EventSubjectPrefix + ">"},
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	cons, err := w.r.js.OrderedConsumer(cctx, snats.EventStream, cfg)
-	cancel()
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			return err
-		}
+	return snats.TailEvents(ctx, w.r.js, after, func(msg jetstream.Msg) error {
 		meta, err := msg.Metadata()
 		if err != nil {
 			return err
@@ -86,6 +67,7 @@ func (w *watch) follow(ctx context.Context) error {
 		job := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
 		ev, derr := events.Decode(msg.Data())
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		w.seq = meta.Sequence.Stream
 		if was, now := w.terminal[job], derr == nil && finishedBy(ev); was != now {
 			w.terminal[job] = now
@@ -99,8 +81,8 @@ func (w *watch) follow(ctx context.Context) error {
 			w.closed = true
 			close(w.done)
 		}
-		w.mu.Unlock()
-	}
+		return nil
+	})
 }
 
 // finishedBy reports whether a job whose last event is ev is finished.

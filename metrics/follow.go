@@ -58,30 +58,7 @@ type follower struct {
 // read feeds the tally until the consumer fails, a job's history cannot
 // be loaded, or ctx ends.
 func (f *follower) read(ctx context.Context) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{snats.EventSubjectPrefix + ">"}}
-	if seq := f.t.Seq(); seq > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq+1
-	}
-	cons, err := f.js.OrderedConsumer(ctx, snats.EventStream, cfg)
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return err
-		}
-		if err := f.apply(ctx, m); err != nil {
-			return err
-		}
-	}
+	return snats.TailEvents(ctx, f.js, f.t.Seq(), func(m jetstream.Msg) error { return f.apply(ctx, m) })
 }
 
 // apply decodes one message of the log into the tally.
@@ -96,8 +73,7 @@ func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 		return nil
 	}
 	r := projections.Record{Seq: meta.Sequence.Stream, Event: e}
-	if !f.t.NeedsHistory(r) {
-		f.t.Apply(r)
+	if f.t.Apply(r) {
 		return nil
 	}
 	history, err := f.history(ctx, e.JobID)

@@ -32,8 +32,8 @@ const RecentJobs = 20
 // A tally made to forget finished jobs (ForgetFinished) lets a job go
 // once it is finished, so its memory follows the jobs in flight, not the
 // jobs ever run; the rare event that comes for a finished job later (a
-// re-purchase an operator authorises) needs the job's earlier events,
-// which NeedsHistory asks for and ApplyWithHistory takes.
+// re-purchase an operator authorises) needs the job's earlier events:
+// Apply leaves such an event to ApplyWithHistory.
 type Tally struct {
 	mu  sync.Mutex
 	seq uint64
@@ -213,8 +213,8 @@ func NewTally() *Tally {
 
 // ForgetFinished makes t let every job go once it is finished, and
 // returns t. Call it before the first record. Whoever feeds t must then
-// give a finished job's earlier events with its next event (see
-// NeedsHistory); Follow does.
+// give a finished job's earlier events with its next event (see Apply);
+// Follow does.
 func (t *Tally) ForgetFinished() *Tally {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -227,19 +227,6 @@ func (t *Tally) Remembered() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.jobs) + len(t.wide)
-}
-
-// NeedsHistory reports whether r is for a job t has let go that had
-// events before r: ApplyWithHistory must then be given the job's events.
-// Only a tally that forgets finished jobs ever needs them.
-func (t *Tally) NeedsHistory(r projections.Record) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.forget || r.Seq <= t.seq || r.Event.Version <= 1 {
-		return false
-	}
-	h, isHex := parseHexID(r.Event.JobID)
-	return t.job(r.Event.JobID, h, isHex) == jobTally{}
 }
 
 // ApplyWithHistory adds r as Apply does, for a job t has let go: history
@@ -258,28 +245,34 @@ func (t *Tally) Seq() uint64 {
 	return t.seq
 }
 
-// Apply adds one event of the log. Records must come in stream order.
-func (t *Tally) Apply(r projections.Record) {
+// Apply adds one event of the log. Records must come in stream order. It
+// reports false, and leaves r to ApplyWithHistory, when t has let r's job
+// go and the job had events before r (only a tally that forgets finished
+// jobs ever does).
+func (t *Tally) Apply(r projections.Record) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.apply(r, nil, false)
+	return t.apply(r, nil, false)
 }
 
-// apply adds r; with restore, a job t does not hold starts from where its
-// history leaves it instead of from nothing.
-func (t *Tally) apply(r projections.Record, history []events.Event, restore bool) {
+// apply adds r, unless its job was let go and there is no history to find
+// where it stood; with one, a job t does not hold starts from there.
+func (t *Tally) apply(r projections.Record, history []events.Event, withHistory bool) bool {
 	if r.Seq <= t.seq {
-		return
+		return true
 	}
-	t.seq = r.Seq
 	e := r.Event
 	h, isHex := parseHexID(e.JobID)
 	j := t.job(e.JobID, h, isHex)
-	if restore && j == (jobTally{}) {
+	if j == (jobTally{}) && t.forget && e.Version > 1 {
+		if !withHistory {
+			return false
+		}
 		// A job is let go only when finished, so it comes back finished
 		// (or as nothing), never in the reconciling queue.
 		j = replayJob(history, e.Version)
 	}
+	t.seq = r.Seq
 	wasDoubled := j.doubled()
 	t.c.Events[e.Type()]++
 	switch d := e.Data.(type) {
@@ -341,6 +334,7 @@ func (t *Tally) apply(r projections.Record, history []events.Event, restore bool
 	}
 	t.remember(e.JobID, h, isHex, j)
 	t.touch(e.JobID)
+	return true
 }
 
 // count adds what e says of the job's purchases to j, and reports whether

@@ -16,54 +16,17 @@ import (
 )
 
 // TestTallyAgreesWithTheModel feeds random logs, events in any order as
-// facts may come, to a Tally and to modelTally, and requires the same
-// totals, queue and recent jobs after every record.
+// facts may come, to a Tally, to a Tally that lets finished jobs go (given
+// a job's earlier events whenever it asks for them) and to modelTally,
+// which remembers every job, and requires the same totals, queue and
+// recent jobs of both after every record; the forgetful one holds no
+// finished job.
 func TestTallyAgreesWithTheModel(t *testing.T) {
 	for seed := range uint64(30) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			ids := randomJobIDs(rng)
-			tally, model := NewTally(), newModelTally()
-			seq := uint64(0)
-			for step := range 1500 {
-				switch n := rng.IntN(100); {
-				case n < 3:
-					seq++
-					tally.Undecodable(seq)
-					model.Undecodable(seq)
-				case n < 6 && seq > 0: // a record seen before
-					r := projections.Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)}
-					tally.Apply(r)
-					model.Apply(r)
-				default:
-					seq++
-					r := projections.Record{Seq: seq, Event: randomEvent(rng, ids)}
-					tally.Apply(r)
-					model.Apply(r)
-				}
-				require.Equal(t, model.Counts(), tally.Counts(), "step %d", step)
-				require.Equal(t, model.Recent(), tally.Recent(), "step %d", step)
-				limit := rng.IntN(8)
-				wantQ, wantN := model.Reconciling(limit)
-				gotQ, gotN := tally.Reconciling(limit)
-				require.Equal(t, wantN, gotN, "step %d", step)
-				require.Equal(t, wantQ, gotQ, "step %d", step)
-			}
-			requireKeptOnce(t, tally, ids)
-		})
-	}
-}
-
-// TestForgetfulTallyAgreesWithTheModel: a Tally that lets finished jobs
-// go, given a job's earlier events whenever it asks for them, keeps the
-// same totals, queue and recent jobs as the model, which remembers every
-// job; and it holds no finished job.
-func TestForgetfulTallyAgreesWithTheModel(t *testing.T) {
-	for seed := range uint64(30) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 11))
-			ids := randomJobIDs(rng)
-			tally, model := NewTally().ForgetFinished(), newModelTally()
+			tally, forgetful, model := NewTally(), NewTally().ForgetFinished(), newModelTally()
 			history := map[string][]events.Event{}
 			asked := 0
 			seq := uint64(0)
@@ -71,11 +34,12 @@ func TestForgetfulTallyAgreesWithTheModel(t *testing.T) {
 				switch n := rng.IntN(100); {
 				case n < 3:
 					seq++
-					tally.Undecodable(seq)
-					model.Undecodable(seq)
+					for _, f := range []interface{ Undecodable(uint64) }{tally, forgetful, model} {
+						f.Undecodable(seq)
+					}
 				case n < 6 && seq > 0: // a record seen before
 					r := projections.Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)}
-					require.False(t, tally.NeedsHistory(r))
+					require.True(t, forgetful.Apply(r), "skipped, not left for its history")
 					tally.Apply(r)
 					model.Apply(r)
 				default:
@@ -83,31 +47,33 @@ func TestForgetfulTallyAgreesWithTheModel(t *testing.T) {
 					e := randomEvent(rng, ids)
 					e.Version = uint64(len(history[e.JobID])) + 1
 					r := projections.Record{Seq: seq, Event: e}
-					if tally.NeedsHistory(r) {
+					if !forgetful.Apply(r) {
 						asked++
-						tally.ApplyWithHistory(r, history[e.JobID])
-					} else {
-						tally.Apply(r)
+						forgetful.ApplyWithHistory(r, history[e.JobID])
 					}
+					tally.Apply(r)
 					model.Apply(r)
 					history[e.JobID] = append(history[e.JobID], e)
 				}
-				require.Equal(t, model.Counts(), tally.Counts(), "step %d", step)
-				require.Equal(t, model.Recent(), tally.Recent(), "step %d", step)
 				limit := rng.IntN(8)
 				wantQ, wantN := model.Reconciling(limit)
-				gotQ, gotN := tally.Reconciling(limit)
-				require.Equal(t, wantN, gotN, "step %d", step)
-				require.Equal(t, wantQ, gotQ, "step %d", step)
+				for _, got := range []*Tally{tally, forgetful} {
+					require.Equal(t, model.Counts(), got.Counts(), "step %d", step)
+					require.Equal(t, model.Recent(), got.Recent(), "step %d", step)
+					gotQ, gotN := got.Reconciling(limit)
+					require.Equal(t, wantN, gotN, "step %d", step)
+					require.Equal(t, wantQ, gotQ, "step %d", step)
+				}
 			}
+			requireKeptOnce(t, tally, ids)
 			require.Positive(t, asked, "finished jobs came back")
-			for _, p := range tally.jobs {
+			for _, p := range forgetful.jobs {
 				require.False(t, p.unpack().status.Terminal(), "a finished job is kept")
 			}
-			for id, j := range tally.wide {
+			for id, j := range forgetful.wide {
 				require.False(t, j.status.Terminal(), "finished job %q is kept", id)
 			}
-			require.Less(t, tally.Remembered(), len(ids.all))
+			require.Less(t, forgetful.Remembered(), tally.Remembered())
 		})
 	}
 }

@@ -445,24 +445,50 @@ func startBenchEngine(ctx context.Context, serverArgs []string, env map[string]s
 		"--workers", strconv.Itoa(workers), "--intake-concurrency", strconv.Itoa(workers), "--log-level", "error",
 		"--sweep-every", "0", "--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s")
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, out, io.Discard) }()
-	re := regexp.MustCompile(`JetStream at (nats://\S+)`)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if text := out.String(); strings.Contains(text, "ready with") {
-			eng := &benchEngine{stop: func() { cancel(); <-done }}
-			if m := re.FindStringSubmatch(text); m != nil {
-				eng.natsURL = m[1]
-			}
-			return eng, nil
+	stopped := false
+	err := pollUntil(ctx, 30*time.Second, 20*time.Millisecond, func() (bool, string, error) {
+		if strings.Contains(out.String(), "ready with") {
+			return true, "", nil
 		}
 		select {
 		case err := <-done:
-			cancel()
-			return nil, fmt.Errorf("bench: the engine stopped at start: %w", err)
-		case <-time.After(20 * time.Millisecond):
+			stopped = true
+			return false, "", fmt.Errorf("stopped at start: %w", err)
+		default:
+		}
+		return false, "it has not said it is ready", nil
+	})
+	if err != nil {
+		cancel()
+		if !stopped {
+			<-done
+		}
+		return nil, fmt.Errorf("bench: the engine: %w", err)
+	}
+	eng := &benchEngine{stop: func() { cancel(); <-done }}
+	if m := regexp.MustCompile(`JetStream at (nats://\S+)`).FindStringSubmatch(out.String()); m != nil {
+		eng.natsURL = m[1]
+	}
+	return eng, nil
+}
+
+// pollUntil calls check every interval until it is done or fails, ctx
+// ends, or bound passes; then the error says what check last said it
+// was waiting for.
+func pollUntil(ctx context.Context, bound, every time.Duration, check func() (done bool, waiting string, err error)) error {
+	deadline := time.Now().Add(bound)
+	for {
+		done, waiting, err := check()
+		if done || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s: %s", bound, waiting)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
 		}
 	}
-	cancel()
-	<-done
-	return nil, errors.New("bench: the engine did not start within 30 s")
 }

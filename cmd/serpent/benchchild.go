@@ -93,22 +93,26 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 	// Its status page, once it is up.
 	re := regexp.MustCompile(`status page on http://(\S+)/`)
 	var addr string
-	for deadline := time.Now().Add(2 * time.Minute); addr == ""; {
-		if m := re.FindStringSubmatch(stdout.String()); m != nil {
-			addr = m[1]
-			break
-		}
-		if time.Now().After(deadline) {
-			return failed("no status page within 2 minutes")
-		}
+	gone := func() error { // the engine exited (it should not have)
 		select {
 		case err := <-exited:
 			stopped = true
-			return failed("stopped at start: %v", err)
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+			return fmt.Errorf("exited: %v", err)
+		default:
+			return nil
 		}
+	}
+	if err := pollUntil(ctx, 2*time.Minute, 20*time.Millisecond, func() (bool, string, error) {
+		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			addr = m[1]
+			return true, "", nil
+		}
+		return false, "no status page", gone()
+	}); err != nil {
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		return failed("starting: %v", err)
 	}
 	r.StartSeconds = round2(time.Since(start).Seconds())
 
@@ -120,23 +124,18 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 	if err != nil {
 		return r, err
 	}
-	for deadline := time.Now().Add(3 * time.Hour); ; {
+	if err := pollUntil(ctx, 3*time.Hour, 100*time.Millisecond, func() (bool, string, error) {
 		ok, state, applied := childCaughtUp(ctx, client, addr, js, last)
 		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return failed("not caught up within 3 hours: %s", state)
-		}
-		select {
-		case err := <-exited:
-			stopped = true
-			return failed("stopped while catching up: %v", err)
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+			return true, "", nil
 		}
 		b.prog("scale: engine catching up", int(min(applied, childLogSeq(client, addr), last)), int(last))
+		return false, state, gone()
+	}); err != nil {
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		return failed("catching up: %v", err)
 	}
 	b.prog("scale: engine catching up", int(last), int(last))
 	r.CatchUpSeconds = round2(time.Since(caught).Seconds())

@@ -149,27 +149,20 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 // waitProjections polls until the projection runner has applied every
 // event of the log, or the bound passes.
 func waitProjections(ctx context.Context, js jetstream.JetStream, bound time.Duration) error {
-	deadline := time.Now().Add(bound)
-	var last error
-	for {
+	err := pollUntil(ctx, bound, 20*time.Millisecond, func() (bool, string, error) {
 		lag, err := projector.ReadLag(ctx, js, "", time.Now())
-		if err == nil && lag.Pending == 0 {
-			return nil
+		switch {
+		case err != nil:
+			return false, err.Error(), nil
+		case lag.Pending > 0:
+			return false, fmt.Sprintf("%d events not applied", lag.Pending), nil
 		}
-		if err != nil {
-			last = err
-		} else {
-			last = fmt.Errorf("%d events not applied", lag.Pending)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the projections did not catch up within %s: %w", bound, last)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+		return true, "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("the projections did not catch up: %w", err)
 	}
+	return nil
 }
 
 // terminalStatus reads the status an event ends its job in, or "".
