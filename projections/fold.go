@@ -121,6 +121,43 @@ func Group(recs []Record) (targets []Target, byTarget map[Target][]Record) {
 	return targets, byTarget
 }
 
+// Unborn reports the targets of a grouped batch whose values cannot exist
+// before it, unless the batch was applied before: the values of a job
+// (its status, observation, job ledger and key ledgers) when the batch
+// holds the job's JobScheduled, which comes before every other event of
+// the job. A runner may write them without reading them first, with a
+// compare-and-set on "no value yet" that fails only for a batch applied
+// again (or a value deleted since), and then reads them. Day ledgers,
+// which many jobs share, are never in it.
+func Unborn(targets []Target, byTarget map[Target][]Record) map[Target]bool {
+	born := map[string]bool{}
+	for _, t := range targets {
+		if t.Bucket != StatusBucket {
+			continue
+		}
+		for _, r := range byTarget[t] {
+			if _, ok := r.Event.Data.(events.JobScheduled); ok {
+				born[r.Event.JobID] = true
+				break
+			}
+		}
+	}
+	out := make(map[Target]bool, len(born)*4)
+	if len(born) == 0 {
+		return out
+	}
+	for _, t := range targets {
+		recs := byTarget[t]
+		if len(recs) == 0 || strings.HasPrefix(t.Key, LedgerDayPrefix) && t.Bucket == LedgerBucket {
+			continue
+		}
+		if born[recs[0].Event.JobID] {
+			out[t] = true
+		}
+	}
+	return out
+}
+
 // Build folds a whole log, in memory, into the value of every target: what
 // the buckets hold once a runner has applied recs from sequence 1. Rebuild
 // tests and the audit compare the buckets with it.

@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,4 +198,32 @@ func TestTargets(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestUnbornValuesDoNotExistBefore: whichever way the log is cut into
+// batches, a value Unborn names for a batch has no value in the fold of
+// the log before it, and the values of the jobs a batch begins are named.
+func TestUnbornValuesDoNotExistBefore(t *testing.T) {
+	s := setup(t)
+	named := 0
+	for from := 0; from < len(s.recs); from++ {
+		before, err := s.p.Build(s.recs[:from])
+		require.NoError(t, err)
+		for _, size := range []int{1, 3, 10, len(s.recs)} {
+			batch := s.recs[from:min(from+size, len(s.recs))]
+			targets, byTarget := projections.Group(batch)
+			unborn := projections.Unborn(targets, byTarget)
+			for tg := range unborn {
+				require.NotContains(t, before, tg, "batch %d+%d names %s, which exists", from, size, tg)
+				require.False(t, strings.HasPrefix(tg.Key, projections.LedgerDayPrefix), "a day ledger is shared")
+			}
+			for _, r := range batch {
+				if _, ok := r.Event.Data.(events.JobScheduled); ok {
+					require.True(t, unborn[projections.StatusTarget(r.Event.JobID)], "the status of a job the batch begins")
+				}
+			}
+			named += len(unborn)
+		}
+	}
+	require.Positive(t, named)
 }

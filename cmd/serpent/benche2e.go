@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -11,6 +12,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/store"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
@@ -26,10 +28,12 @@ type benchE2E struct {
 	ProjectionSeconds float64                  `json:"projection_wait_seconds"`
 	JobsPerSec        float64                  `json:"jobs_per_sec"`
 	Finished          map[aggregate.Status]int `json:"finished"`
-	// Durable writes per job, by stream: events, timers and due jobs.
-	EventsPerJob float64 `json:"events_per_job"`
-	WorkPerJob   float64 `json:"work_per_job"`
-	WritesPerJob float64 `json:"writes_per_job"`
+	// Durable writes per job, by stream: events, timers and due jobs,
+	// projection values; WritesPerJob is their sum with the command.
+	EventsPerJob     float64 `json:"events_per_job"`
+	WorkPerJob       float64 `json:"work_per_job"`
+	ProjectionPerJob float64 `json:"projection_values_per_job"`
+	WritesPerJob     float64 `json:"writes_per_job"`
 	// AppendsPerJob counts the event store's appends: the writes of a
 	// job's events the engine waited for, each one atomic (its first
 	// message carries the expected last subject sequence). A group commit
@@ -48,6 +52,10 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 		return r, err
 	}
 	workBefore, err := lastSeq(ctx, js, snats.WorkStream)
+	if err != nil {
+		return r, err
+	}
+	projBefore, err := projectionWrites(ctx, js)
 	if err != nil {
 		return r, err
 	}
@@ -105,9 +113,9 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 		if status == "" {
 			continue
 		}
-		ev, _ := events.Decode(msg.Data())
-		if !done[ev.JobID] {
-			done[ev.JobID] = true
+		job := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
+		if !done[job] {
+			done[job] = true
 			r.Finished[status]++
 			prog("end to end: "+label, len(done), jobs)
 		}
@@ -137,11 +145,16 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	if err != nil {
 		return r, err
 	}
+	projAfter, err := projectionWrites(ctx, js)
+	if err != nil {
+		return r, err
+	}
 	r.Seconds = round2(took.Seconds())
 	r.JobsPerSec = perSec(jobs, took)
 	r.EventsPerJob = round2(float64(evAfter-evBefore) / float64(jobs))
 	r.WorkPerJob = round2(float64(workAfter-workBefore) / float64(jobs))
-	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + 1) // + the command itself
+	r.ProjectionPerJob = round2(float64(projAfter-projBefore) / float64(jobs))
+	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + r.ProjectionPerJob + 1) // + the command itself
 	r.AppendsPerJob = round2(float64(appends) / float64(jobs))
 	return r, nil
 }
@@ -180,6 +193,20 @@ func terminalStatus(msg jetstream.Msg) aggregate.Status {
 		}
 	}
 	return ""
+}
+
+// projectionWrites sums the last sequences of the streams behind the
+// projection buckets: how many values were written to them so far.
+func projectionWrites(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	var n uint64
+	for _, b := range []string{projections.StatusBucket, projections.LedgerBucket, projections.ObservationsBucket} {
+		seq, err := lastSeq(ctx, js, "KV_"+b)
+		if err != nil {
+			return 0, err
+		}
+		n += seq
+	}
+	return n, nil
 }
 
 func lastSeq(ctx context.Context, js jetstream.JetStream, stream string) (uint64, error) {

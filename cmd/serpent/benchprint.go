@@ -36,8 +36,8 @@ func printBench(w io.Writer, r benchReport) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.0f jobs/s\t%d jobs in %.1f s (%.1f s of it waiting for the projections); %s%s\n",
 			name, e.JobsPerSec, e.Jobs, e.Seconds, e.ProjectionSeconds, finished(e.Finished), ratioText(ratio))
-		fmt.Fprintf(tw, "\t\tper job: %.2f events in %.2f appends, %.2f timer/work and 1 command message\n",
-			e.EventsPerJob, e.AppendsPerJob, e.WorkPerJob)
+		fmt.Fprintf(tw, "\t\tper job: %.2f events in %.2f appends, %.2f timer/work, %.2f projection values and 1 command message\n",
+			e.EventsPerJob, e.AppendsPerJob, e.WorkPerJob, e.ProjectionPerJob)
 	}
 	e2e("end to end, happy path", r.HappyPath, r.Ratios.HappyPathToRawSingle)
 	e2e("end to end, fault mix", r.Faults, r.Ratios.FaultsToRawSingle)

@@ -59,11 +59,12 @@ type applier struct {
 func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func() bool) error {
 	targets, byTarget := projections.Group(recs)
 	todo, reread := targets, map[projections.Target]bool{}
+	unborn := projections.Unborn(targets, byTarget)
 	for round := 0; len(todo) > 0; round++ {
 		if round == maxRounds {
 			return fmt.Errorf("projector: %d values kept changing under the runner (another runner?), e.g. %s", len(todo), todo[0])
 		}
-		current, err := a.load(ctx, todo, reread)
+		current, err := a.load(ctx, todo, reread, unborn)
 		if err != nil {
 			return err
 		}
@@ -239,8 +240,10 @@ func (a *applier) writeEach(ctx context.Context, vs []pendingValue) ([]projectio
 }
 
 // load returns the current value of each target: from the cache, or read
-// from its bucket (reread forces a read).
-func (a *applier) load(ctx context.Context, targets []projections.Target, reread map[projections.Target]bool) (map[projections.Target]entry, error) {
+// from its bucket (reread forces a read). A target in unborn that the
+// cache does not hold is taken to have no value, unread: its
+// compare-and-set tells if it has one after all.
+func (a *applier) load(ctx context.Context, targets []projections.Target, reread, unborn map[projections.Target]bool) (map[projections.Target]entry, error) {
 	out := make(map[projections.Target]entry, len(targets))
 	var missing []projections.Target
 	for _, t := range targets {
@@ -248,7 +251,7 @@ func (a *applier) load(ctx context.Context, targets []projections.Target, reread
 			out[t] = e
 			continue
 		}
-		if a.fresh && !reread[t] {
+		if (a.fresh || unborn[t]) && !reread[t] {
 			out[t] = entry{}
 			continue
 		}

@@ -78,7 +78,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		if !r.lease.held() {
 			return errLeaseLost
 		}
-		if err := r.app.apply(ctx, recs, r.lease.held); err != nil {
+		if err := r.app.apply(ctx, recs, func() bool { return r.keepLease(ctx) }); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,10 @@ import (
 	"github.com/serpent-engine/serpent/projections"
 )
 
+// DefaultBatch is the most events a runner applies at once unless told
+// otherwise.
+const DefaultBatch = 8000
+
 // Config configures a Runner. The zero value fits SERP_EVENTS.
 type Config struct {
 	// Stream and Filter are the log; defaults SERP_EVENTS and
@@ -28,7 +32,11 @@ type Config struct {
 	Replicas int
 	// Projection tunes the values (the price in the spend estimate).
 	Projection projections.Config
-	// Batch is the most events fetched and written at once; default 1000.
+	// Batch is the most events fetched and written at once; default
+	// 8,000. A runner that keeps up takes what is there; one that lags
+	// takes a whole batch, and the more events a batch holds, the more of
+	// them land on the same values, each written once (a job's status
+	// is written once for its claim and outcome instead of twice).
 	Batch int
 	// LeaseTTL is how long a silent runner keeps the lease before another
 	// takes over; default 10 s.
@@ -67,7 +75,7 @@ func (c Config) withDefaults() Config {
 		c.Filter = snats.EventSubjectPrefix + ">"
 	}
 	if c.Batch <= 0 {
-		c.Batch = 1000
+		c.Batch = DefaultBatch
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 10 * time.Second
@@ -265,6 +273,20 @@ func (r *Runner) step(ctx context.Context) (worked bool, err error) {
 		return true, nil // look for a pause once more before the first batch
 	}
 	return r.batch(ctx)
+}
+
+// keepLease renews the lease when a renewal is due and reports whether it
+// is still trusted. A batch asks before each window of writes, so a long
+// one (a big batch on a slow server) keeps the lease it started with
+// instead of losing it halfway and starting over.
+func (r *Runner) keepLease(ctx context.Context) bool {
+	if r.lease.renewDue() {
+		if err := r.lease.renew(ctx); err != nil {
+			r.log.Warn("projections: renewing the lease during a batch failed", "err", err)
+			return false
+		}
+	}
+	return r.lease.held()
 }
 
 // start prepares a runner that just took the lease: whatever it

@@ -75,7 +75,12 @@ func TestRedeliveryDoesNotDoubleCount(t *testing.T) {
 				// it stands still for a TTL, gets the batch again after the
 				// ack wait, and skips what is already applied.
 				w.more(5, "after")
-				w.runner("second", projector.Config{Batch: 10})
+				second, _ := w.runner("second", projector.Config{Batch: 10})
+				w.caughtUp()
+				// The batch begins jobs, so the second runner took their
+				// values for absent without reading them; each
+				// compare-and-set told it otherwise.
+				require.Positive(t, second.Stats().Conflicts)
 			}
 			w.caughtUp()
 			requireEqual(t, w.want(), w.contents(""))
