@@ -99,10 +99,48 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 	return nil
 }
 
+// Limits of handing a delivery back instead of arming a timer.
+const (
+	// maxHoldDelay is the longest wait a delivery is handed back for.
+	maxHoldDelay = 10 * time.Second
+	// maxHeld bounds the deliveries one process hands back at once: each
+	// counts against the work consumer's MaxAckPending (10,000) while it
+	// waits, and a backlog held there would keep other accounts' work
+	// from being delivered.
+	maxHeld = 1000
+)
+
+// hold hands a delivery back to the server, to be delivered again after d,
+// when the wait is short and few are held: a wait on a paused or limited
+// account then writes nothing, where a timer writes its schedule and
+// then the wake-up. It reports whether it did.
+func (e *Engine) hold(msg jetstream.Msg, d time.Duration) bool {
+	if d <= 0 || d > maxHoldDelay {
+		return false
+	}
+	if e.held.Add(1) > maxHeld {
+		e.held.Add(-1)
+		return false
+	}
+	if err := msg.NakWithDelay(d); err != nil {
+		e.held.Add(-1)
+		return false
+	}
+	time.AfterFunc(d, func() { e.held.Add(-1) })
+	return true
+}
+
 // handle steps the job of one delivery and settles the delivery.
 func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
 	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)
-	err := e.settle(ctx, jobID, known{}, func() { _ = msg.InProgress() })
+	held := false
+	err := e.settle(ctx, jobID, known{}, func() { _ = msg.InProgress() }, func(d time.Duration) bool {
+		held = e.hold(msg, d)
+		return held
+	})
+	if held && err == nil {
+		return // handed back: it comes again when the wait is over
+	}
 	switch {
 	case errors.Is(err, ErrNoSuchJob):
 		e.log.Warn("wake-up for a job that does not exist", "job", jobID)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -134,6 +135,9 @@ type Engine struct {
 	cfg     Config
 	decider aggregate.Decider
 	log     *slog.Logger
+	// held counts the work deliveries this process handed back with a
+	// delay instead of arming a timer, whose delay has not passed yet.
+	held atomic.Int32
 }
 
 // New checks the configuration and returns an engine.

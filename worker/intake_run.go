@@ -50,7 +50,7 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this
 		// process dies, the command comes back and the job with it.
-		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() })
+		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, nil)
 	}
 	var rej *RejectError
 	switch {
@@ -73,11 +73,16 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 	_ = msg.Ack()
 }
 
-// settle steps a job and arms its timer if it must wait.
-func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func()) error {
-	next, err := e.step(ctx, jobID, k, keepAlive)
+// settle steps a job and arms its timer if it must wait. hold, if not
+// nil, is offered a wait its account imposes (a pause, a limit) first: when
+// it takes the wait, no timer is armed.
+func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func(), hold func(time.Duration) bool) error {
+	next, throttled, err := e.step(ctx, jobID, k, keepAlive)
 	if err != nil {
 		return err
+	}
+	if next.Step == aggregate.StepWait && throttled && hold != nil && hold(next.At.Sub(e.cfg.Now())) {
+		return nil
 	}
 	if next.Step == aggregate.StepWait {
 		if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {

@@ -308,3 +308,53 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestShortThrottlesHandTheDeliveryBack: jobs woken while their account
+// is paused go back to the work consumer with a delayed redelivery instead
+// of each arming a timer, so the pause writes nothing to SERP_WORK; they
+// are bought once when it ends.
+func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
+	l, m := setupLimited(t, sandbox.Config{})
+	ctx := context.Background()
+	eng := l.limitedEngine("a", time.Minute)
+	pauser, err := worker.NewLimiter(ctx, l.srv.JS, "pauser", l.policy.Lease.D(), nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(pauser.Close)
+	pauser.Pause(ctx, "", time.Now().Add(time.Second), "test")
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		st, err := worker.AccountStatuses(ctx, l.srv.JS, time.Now())
+		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
+			return fmt.Errorf("not paused yet")
+		}
+		return nil
+	})
+	var jobs []string
+	for i := 0; i < 5; i++ {
+		out, err := eng.Schedule(ctx, []byte(cmdFor(i)), "test") // the job, and its wake-up now
+		require.NoError(t, err)
+		jobs = append(jobs, out.JobID)
+	}
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	info, err := work.Info(ctx)
+	require.NoError(t, err)
+	written := info.State.LastSeq
+
+	l.start(eng, 8)
+	states := l.waitTerminal(jobs, time.Minute)
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
+		require.Equal(t, 1, c, "job %s bought once", j)
+	}
+	m.mu.Lock()
+	require.Zero(t, m.status[429])
+	m.mu.Unlock()
+	info, err = work.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, written, info.State.LastSeq, "no timer written while the account was paused")
+	cons, err := l.srv.JS.Consumer(ctx, snats.WorkStream, snats.WorkConsumer)
+	require.NoError(t, err)
+	ci, err := cons.Info(ctx)
+	require.NoError(t, err)
+	require.Greater(t, ci.Delivered.Consumer, uint64(len(jobs)), "the wake-ups came again after the pause")
+}

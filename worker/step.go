@@ -32,7 +32,8 @@ var ErrNoSuchJob = errors.New("worker: no such job")
 // context ended, a hook played a crash): the caller must not acknowledge;
 // whatever was written is in the log and the next delivery resumes from it.
 func (e *Engine) Step(ctx context.Context, jobID string, keepAlive func()) (aggregate.Next, error) {
-	return e.step(ctx, jobID, known{}, keepAlive)
+	next, _, err := e.step(ctx, jobID, known{}, keepAlive)
+	return next, err
 }
 
 // known is a job's state and version as of the caller's last write, so the
@@ -54,40 +55,38 @@ func after(s aggregate.State, ver uint64, evs []events.Event) known {
 	return known{s: s, ver: ver, ok: true}
 }
 
-func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (aggregate.Next, error) {
+func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttled bool, err error) {
 	for round := 0; round < maxRounds; round++ {
 		if !k.ok {
 			evs, ver, err := e.cfg.Store.Load(ctx, jobID)
 			if err != nil {
-				return aggregate.Next{}, fmt.Errorf("load job %s: %w", jobID, err)
+				return aggregate.Next{}, false, fmt.Errorf("load job %s: %w", jobID, err)
 			}
 			k = known{s: aggregate.Fold(evs), ver: ver, ok: true}
 		}
 		s, ver, pending := k.s, k.ver, k.pending
 		if !s.Exists() {
-			return aggregate.Next{Step: aggregate.StepDone}, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
+			return aggregate.Next{Step: aggregate.StepDone}, false, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
 		}
 		now := e.cfg.Now()
-		next := s.Next(now)
+		next = s.Next(now)
 		if len(pending) > 0 && next.Step != aggregate.StepSend {
-			var err error
 			if k, err = e.storeNew(ctx, s, pending); err != nil {
-				return aggregate.Next{}, err
+				return aggregate.Next{}, false, err
 			}
 			continue
 		}
-		var err error
 		switch next.Step {
 		case aggregate.StepDone, aggregate.StepWait:
-			return next, nil
+			return next, false, nil
 		case aggregate.StepReconcile:
 			if k, err = e.reconcile(ctx, s, ver); err != nil {
 				if ctx.Err() != nil || errors.Is(err, ErrCrash) {
-					return aggregate.Next{}, err
+					return aggregate.Next{}, false, err
 				}
 				var ns *aggregate.NotSettledError
 				if errors.As(err, &ns) {
-					return aggregate.Next{Step: aggregate.StepWait, At: ns.Until}, nil
+					return aggregate.Next{Step: aggregate.StepWait, At: ns.Until}, false, nil
 				}
 				var le *serper.LedgerError
 				retry := e.cfg.ReconcileRetry
@@ -95,7 +94,7 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 					retry = le.RetryAfter
 				}
 				e.jobLog(jobID, s).Warn("billing ledger look-up failed; trying again later", "err", err, "retry_in", retry)
-				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, nil
+				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, false, nil
 			}
 		case aggregate.StepSend:
 			if k, err = e.send(ctx, s, ver, pending, keepAlive); err != nil {
@@ -105,13 +104,13 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				}
 				var te *ThrottledError
 				if errors.As(err, &te) {
-					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(e.throttledFor(s, te))}, nil
+					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(e.throttledFor(s, te))}, true, nil
 				}
-				return aggregate.Next{}, err
+				return aggregate.Next{}, false, err
 			}
 		}
 	}
-	return aggregate.Next{}, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
+	return aggregate.Next{}, false, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
 }
 
 // storeNew stores a new job's first events alone.
