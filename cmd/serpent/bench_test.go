@@ -55,6 +55,7 @@ func TestBenchEveryPhase(t *testing.T) {
 
 	require.Positive(t, rep.Raw.SinglePerSec)
 	require.Positive(t, rep.Raw.Batch100Sec)
+	require.Positive(t, rep.Raw.Batch1000Sec)
 
 	h := rep.HappyPath
 	require.NotNil(t, h)

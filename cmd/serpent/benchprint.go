@@ -29,6 +29,7 @@ func printBench(w io.Writer, r benchReport) error {
 	if r.Raw.Messages > 0 {
 		fmt.Fprintf(tw, "raw, one at a time\t%.0f msg/s\t%d messages of %d bytes, each waiting for its ack\n", r.Raw.SinglePerSec, r.Raw.Messages, r.Raw.PayloadBytes)
 		fmt.Fprintf(tw, "raw, atomic batches of 100\t%.0f msg/s\t\n", r.Raw.Batch100Sec)
+		fmt.Fprintf(tw, "raw, atomic batches of 1000\t%.0f msg/s\t%d messages\n", r.Raw.Batch1000Sec, 10*r.Raw.Messages)
 	}
 	e2e := func(name string, e *benchE2E, ratio float64) {
 		if e == nil {
