@@ -138,8 +138,8 @@ func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions)
 		held = e.hold(msg, d)
 		return held
 	})
-	if held && err == nil {
-		return // handed back: it comes again when the wait is over
+	if held {
+		return // handed back (settle stopped there): it comes again when the wait is over
 	}
 	switch {
 	case errors.Is(err, ErrNoSuchJob):

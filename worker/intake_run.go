@@ -81,13 +81,14 @@ func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive fu
 	if err != nil {
 		return err
 	}
-	if next.Step == aggregate.StepWait && throttled && hold != nil && hold(next.At.Sub(e.cfg.Now())) {
+	if next.Step != aggregate.StepWait {
 		return nil
 	}
-	if next.Step == aggregate.StepWait {
-		if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {
-			return fmt.Errorf("job %s: arm timer: %w", jobID, err)
-		}
+	if throttled && hold != nil && hold(next.At.Sub(e.cfg.Now())) {
+		return nil
+	}
+	if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {
+		return fmt.Errorf("job %s: arm timer: %w", jobID, err)
 	}
 	return nil
 }
