@@ -130,6 +130,10 @@ func (e *Engine) hold(msg jetstream.Msg, d time.Duration) bool {
 	return true
 }
 
+// Held is the number of work deliveries this process has handed back to
+// wait out a throttle and whose delay has not run out yet.
+func (e *Engine) Held() int { return int(e.held.Load()) }
+
 // handle steps the job of one delivery and settles the delivery.
 func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
 	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)

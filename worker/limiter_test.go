@@ -358,3 +358,60 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, ci.Delivered.Consumer, uint64(len(jobs)), "the wake-ups came again after the pause")
 }
+
+// TestHeldDeliveriesOutliveTheirWorker: a worker hands its throttled
+// wake-ups back with a delay and then dies while they wait. The delays
+// are the server's, so another worker gets them when the pause ends and
+// buys each job once; nothing was armed or written for them meanwhile.
+func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
+	l, _ := setupLimited(t, sandbox.Config{})
+	ctx := context.Background()
+	pauser, err := worker.NewLimiter(ctx, l.srv.JS, "pauser", l.policy.Lease.D(), nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(pauser.Close)
+	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
+	a := l.limitedEngine("a", time.Minute)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		st, err := worker.AccountStatuses(ctx, l.srv.JS, time.Now())
+		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
+			return fmt.Errorf("not paused yet")
+		}
+		return nil
+	})
+	var jobs []string
+	for i := 0; i < 5; i++ {
+		out, err := a.Schedule(ctx, []byte(cmdFor(i)), "test")
+		require.NoError(t, err)
+		jobs = append(jobs, out.JobID)
+	}
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	info, err := work.Info(ctx)
+	require.NoError(t, err)
+	written := info.State.LastSeq
+	cons, err := l.srv.JS.Consumer(ctx, snats.WorkStream, snats.WorkConsumer)
+	require.NoError(t, err)
+
+	stopA := l.start(a, 8)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if n := a.Held(); n < len(jobs) {
+			return fmt.Errorf("a holds %d of %d wake-ups", n, len(jobs))
+		}
+		return nil
+	})
+	stopA() // a dies with every wake-up handed back to the server
+	ci, err := cons.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, ci.AckFloor.Consumer, "a acknowledged none of them")
+	require.Equal(t, len(jobs), ci.NumAckPending, "the server keeps them for their delay")
+
+	l.start(l.limitedEngine("b", time.Minute), 8)
+	states := l.waitTerminal(jobs, time.Minute)
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
+		require.Equal(t, 1, c, "job %s bought once", j)
+	}
+	info, err = work.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, written, info.State.LastSeq, "no timer written for the held wake-ups")
+}
