@@ -199,8 +199,8 @@ func terminalStatus(msg jetstream.Msg) aggregate.Status {
 // projection buckets: how many values were written to them so far.
 func projectionWrites(ctx context.Context, js jetstream.JetStream) (uint64, error) {
 	var n uint64
-	for _, b := range []string{projections.StatusBucket, projections.LedgerBucket, projections.ObservationsBucket} {
-		seq, err := lastSeq(ctx, js, "KV_"+b)
+	for _, b := range projections.Buckets() {
+		seq, err := lastSeq(ctx, js, projector.BucketStream(b))
 		if err != nil {
 			return 0, err
 		}

@@ -29,6 +29,10 @@ const (
 	rebuildKey = "rebuild"
 )
 
+// BucketStream is the stream that holds a bucket's values, as JetStream
+// names it.
+func BucketStream(bucket string) string { return "KV_" + bucket }
+
 // bucketConfig is a projection bucket: file storage, one value per key.
 func bucketConfig(name, description string, replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{Bucket: name, Description: description, History: 1,
@@ -59,7 +63,7 @@ func ensureBuckets(ctx context.Context, js jetstream.JetStream, suffix string, r
 		if err != nil {
 			return nil, err
 		}
-		st, err := allowAtomic(ctx, js, "KV_"+pub+suffix)
+		st, err := allowAtomic(ctx, js, BucketStream(pub+suffix))
 		if err != nil {
 			return nil, fmt.Errorf("projector: bucket %s: %w", pub+suffix, err)
 		}
