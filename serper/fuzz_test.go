@@ -17,7 +17,8 @@ const fuzzToken = "fuzz_TOKEN_must_not_leak"
 
 // FuzzDecodeReply holds identify to its promises on any input: it never
 // panics, a Result is either confirmed (with a request id) or unknown (with
-// a reason), a confirmed 200 carries valid JSON, and the token never leaks.
+// a reason), a confirmed 200 carries valid, compact JSON, and the token
+// never leaks.
 // The corpus starts from the captured replies in testdata/api.
 func FuzzDecodeReply(f *testing.F) {
 	files, err := os.ReadDir(fixtures)
@@ -52,6 +53,9 @@ func FuzzDecodeReply(f *testing.F) {
 			}
 			if status == 200 && (!json.Valid(got.Search) || got.Pages < 0 || got.Code != "") {
 				t.Fatalf("confirmed 200 without a valid body: %+v", got)
+			}
+			if status == 200 && !compact(got.Search) {
+				t.Fatalf("confirmed 200 whose stored body is not compact: %s", got.Search)
 			}
 			if status != 200 && (got.Code == "" || got.Search != nil) {
 				t.Fatalf("confirmed error without a code: %+v", got)

@@ -60,14 +60,30 @@ func decodeBody(rp reply) Result {
 // successWire is the part of a success body the client relies on; pointers
 // tell a missing field from a zero one.
 type successWire struct {
-	RequestID *string            `json:"requestId"`
-	Organic   *[]json.RawMessage `json:"organic"`
-	Pages     *int               `json:"pages"`
+	RequestID *string          `json:"requestId"`
+	Organic   *[]organicObject `json:"organic"`
+	Pages     *int             `json:"pages"`
+}
+
+// organicObject checks that an organic result is a JSON object without
+// keeping a copy of it: the body is stored whole.
+type organicObject struct{}
+
+var errNotObject = errors.New("not an object")
+
+func (*organicObject) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	return nil
 }
 
 func decodeSuccess(body []byte) Result {
 	var w successWire
 	if err := json.Unmarshal(body, &w); err != nil {
+		if errors.Is(err, errNotObject) {
+			return unknown(UnknownUnexpectedReply, "200 whose organic["+strconv.Itoa(notObjectAt(body))+"] is not an object")
+		}
 		return unknown(jsonFailure(body, err), "200 whose body is not a success body: "+jsonProblem(err))
 	}
 	switch {
@@ -78,16 +94,47 @@ func decodeSuccess(body []byte) Result {
 	case w.Pages == nil || *w.Pages < 0:
 		return unknown(UnknownUnexpectedReply, "200 without a non-negative pages count")
 	}
-	for i, item := range *w.Organic {
+	search := body
+	if !compact(body) {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, body); err != nil {
+			return unknown(UnknownUnexpectedReply, "200 whose body does not compact: "+jsonProblem(err))
+		}
+		search = buf.Bytes()
+	}
+	return Result{Confirmed: true, RequestID: *w.RequestID, Search: search, Pages: *w.Pages}
+}
+
+// notObjectAt is the index of the first organic result that is not an
+// object, in a body whose decoding found one.
+func notObjectAt(body []byte) int {
+	var w struct {
+		Organic []json.RawMessage `json:"organic"`
+	}
+	_ = json.Unmarshal(body, &w)
+	for i, item := range w.Organic {
 		if t := bytes.TrimSpace(item); len(t) == 0 || t[0] != '{' {
-			return unknown(UnknownUnexpectedReply, fmt.Sprintf("200 whose organic[%d] is not an object", i))
+			return i
 		}
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, body); err != nil {
-		return unknown(UnknownUnexpectedReply, "200 whose body does not compact: "+jsonProblem(err))
+	return len(w.Organic)
+}
+
+// compact reports whether a valid JSON document has no space to leave out
+// outside its strings, so json.Compact would return it unchanged.
+func compact(doc []byte) bool {
+	in := false
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
 	}
-	return Result{Confirmed: true, RequestID: *w.RequestID, Search: compact.Bytes(), Pages: *w.Pages}
+	return true
 }
 
 // envelopeWire is the API's error envelope.

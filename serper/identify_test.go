@@ -182,6 +182,8 @@ func TestIdentifyScrubsTheToken(t *testing.T) {
 		{"echo in success body", 200, `{"requestId":"req_1","organic":[{"title":"` + token + `"}],"pages":1,"debug":{"auth":"Bearer ` + token + `"}}`},
 		{"escaped echo in success body", 200, `{"requestId":"req_1","organic":[{"title":"\u0073k_live_RECOGNISABLE_0123456789"}],"pages":1}`},
 		{"escaped slash", 200, `{"requestId":"req_1","organic":[],"pages":0,"a":"sk_live_RECOGNISABLE\/x","b":"\u0073k_live_RECOGNISABLE_0123456789"}`},
+		{"escaped upper-case hex", 200, `{"requestId":"req_1","organic":[],"pages":0,"a":"\u0053K"}`},
+		{"escaped mid-token", 200, `{"requestId":"req_1","organic":[],"pages":0,"a":"sk_live_REC\u004fGNISABLE_0123456789 \"quoted\""}`},
 		{"echo in request id", 409, `{"error":{"code":"idempotency_in_progress","requestId":"` + token + `"}}`},
 		{"echo in a gateway page", 502, `<html>Authorization: Bearer ` + token + `</html>`},
 	}
@@ -193,5 +195,52 @@ func TestIdentifyScrubsTheToken(t *testing.T) {
 				require.True(t, json.Valid(got.Search), "%s", got.Search)
 			}
 		})
+	}
+}
+
+// TestScrubLeavesHarmlessEscapesAlone: escapes that cannot spell a
+// character of the token (quotes, an ampersand) leave a reply's bytes as
+// they came; one that can sends it through the decoder.
+func TestScrubLeavesHarmlessEscapesAlone(t *testing.T) {
+	scrub := redactor{secret: "sk_live_RECOGNISABLE_0123456789"}
+	for _, doc := range []string{
+		`{"b":"say \"espresso\" \u0026 more","a":"caf\u00e9\n\t\\u0073"}`,
+		`{"b":1,"a":"no escapes"}`,
+	} {
+		require.Equal(t, doc, string(scrub.json([]byte(doc))), "not decoded and encoded again")
+		require.False(t, scrub.mayHide([]byte(doc)))
+	}
+	for _, doc := range []string{`"\u0073"`, `"\u005F"`, `"\u00"`, `"\x"`} {
+		require.True(t, scrub.mayHide([]byte(doc)), doc)
+	}
+	slashed := redactor{secret: "tok/en"}
+	require.True(t, slashed.mayHide([]byte(`"tok\/en"`)))
+	require.Equal(t, `{"a":"[redacted]"}`, string(slashed.json([]byte(`{"a":"tok\/en"}`))))
+	accented := redactor{secret: "clé"}
+	require.True(t, accented.mayHide([]byte(`"cl\u00e9"`)))
+}
+
+// TestSuccessBodyStoredCompact: a compact body is stored as it came, a
+// spaced one compacted; a result that is not an object is named.
+func TestSuccessBodyStoredCompact(t *testing.T) {
+	body := `{"requestId":"req_1","organic":[{"title":"a b"},{"title":"c"}],"pages":1}`
+	got := decodeSuccess([]byte(body))
+	require.True(t, got.Confirmed)
+	require.Equal(t, body, string(got.Search))
+
+	spaced := "{\n  \"requestId\": \"req_1\",\n  \"organic\": [ {\"title\": \"a b\"}, {\"title\":\"c\"} ],\r\n\t\"pages\": 1 }"
+	got = decodeSuccess([]byte(spaced))
+	require.True(t, got.Confirmed)
+	require.Equal(t, body, string(got.Search))
+
+	got = decodeSuccess([]byte(`{"requestId":"req_1","organic":[{},{}, 3,{}],"pages":1}`))
+	require.False(t, got.Confirmed)
+	require.Contains(t, got.Detail, "organic[2] is not an object")
+
+	for _, doc := range []string{`{"a":"x y"}`, `{"a":"\" "}`, `[1,"\\",2]`} {
+		require.True(t, compact([]byte(doc)), doc)
+	}
+	for _, doc := range []string{`{"a": 1}`, "[1,\n2]", `{"a":"\\" ,"b":1}`} {
+		require.False(t, compact([]byte(doc)), doc)
 	}
 }

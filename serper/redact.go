@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // redacted stands in for the token wherever it would otherwise be printed.
@@ -48,7 +49,7 @@ func (r redactor) json(doc []byte) []byte {
 		return doc
 	}
 	doc = bytes.ReplaceAll(doc, []byte(r.secret), []byte(redacted))
-	if !bytes.Contains(doc, []byte(`\`)) {
+	if !r.mayHide(doc) {
 		return doc
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -68,6 +69,65 @@ func (r redactor) json(doc []byte) []byte {
 		return []byte(`null`)
 	}
 	return bytes.TrimSpace(out.Bytes())
+}
+
+// mayHide reports whether an escape in doc could spell a character of the
+// secret: one that stands for a character the secret holds. Real replies
+// are full of escaped quotes and ampersands; decoding each of them again
+// would cost more than the rest of reading the reply.
+func (r redactor) mayHide(doc []byte) bool {
+	for i := 0; i < len(doc)-1; i++ {
+		if doc[i] != '\\' {
+			continue
+		}
+		c := doc[i+1]
+		if c != 'u' {
+			if ch, ok := shortEscapes[c]; !ok || strings.IndexByte(r.secret, ch) >= 0 {
+				return true
+			}
+			i++ // the escaped character starts no escape of its own
+			continue
+		}
+		ch, ok := hex4(doc[i+2:])
+		if !ok || ch >= utf8.RuneSelf && !isASCII(r.secret) || ch < utf8.RuneSelf && strings.IndexByte(r.secret, byte(ch)) >= 0 {
+			return true
+		}
+		i += 5
+	}
+	return false
+}
+
+// shortEscapes maps JSON's two-character escapes to the byte they stand for.
+var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var v rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func (r redactor) walk(v any) (any, bool) {
