@@ -140,7 +140,9 @@ production (fsync on every write, one replica), the phases given with
             stored, projections updated) against an in-process sandbox with
             no added latency, in jobs per second; with the durable writes
             per job: events, appends (the writes the engine waited for, one
-            per job each) and timer/work messages
+            per job each) and timer/work messages; and the CPU time this
+            process used per job, with how many cores it kept busy (with
+            the embedded server, the server's share included)
   faults    the same under a fault mix
   replay    the whole event log as the earlier phases left it (first seeded
             with finished jobs until it holds --replay-events events; an

@@ -65,6 +65,9 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Positive(t, h.EventsPerJob)
 	require.Positive(t, h.AppendsPerJob)
 	require.LessOrEqual(t, h.AppendsPerJob, h.EventsPerJob)
+	require.Positive(t, h.CPUSeconds)
+	require.Positive(t, h.CPUMicrosPerJob)
+	require.Positive(t, h.CoresBusy)
 	require.Positive(t, rep.Ratios.HappyPathToRawSingle)
 
 	p := rep.Replay
@@ -114,7 +117,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	// The table shows the same figures.
 	var table bytes.Buffer
 	require.NoError(t, printBench(&table, rep))
-	for _, want := range []string{"raw, one at a time", "end to end, happy path", "appends", "replay, audit", "audit OK",
+	for _, want := range []string{"raw, one at a time", "end to end, happy path", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
 		"replay, projection rebuild", "scale, seeding", "scale, load one job at 3000 jobs", "scale, engine process memory",
 		"scale, bench process memory", "memory, bench process"} {
 		require.Contains(t, table.String(), want)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -40,6 +41,13 @@ type benchE2E struct {
 	// writes appends of several jobs in one atomic batch, so the disk
 	// writes are fewer still.
 	AppendsPerJob float64 `json:"appends_per_job"`
+	// CPUSeconds is the CPU time this process used over Seconds: with an
+	// embedded server, the server's, the engine's, the sandbox's and the
+	// bench's together. CoresBusy is CPUSeconds over Seconds;
+	// CPUMicrosPerJob, CPUSeconds per job.
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	CoresBusy       float64 `json:"cores_busy"`
+	CPUMicrosPerJob float64 `json:"cpu_micros_per_job"`
 }
 
 // benchEndToEnd publishes jobs schedule commands the way a busy upstream
@@ -73,7 +81,7 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	defer it.Stop()
 
 	stamp := time.Now().UnixNano()
-	start := time.Now()
+	start, cpuStart := time.Now(), processCPU()
 	pubErr := make(chan error, 1)
 	go func() {
 		for i := 0; i < jobs; i += 100 {
@@ -128,7 +136,7 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	if err := waitProjections(ctx, js, 10*time.Minute); err != nil {
 		return r, fmt.Errorf("bench %s: %w", label, err)
 	}
-	took := time.Since(start)
+	took, cpu := time.Since(start), processCPU()-cpuStart
 	r.ProjectionSeconds = round2(time.Since(finished).Seconds())
 	evAfter, err := lastSeq(ctx, js, snats.EventStream)
 	if err != nil {
@@ -156,6 +164,9 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	r.ProjectionPerJob = round2(float64(projAfter-projBefore) / float64(jobs))
 	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + r.ProjectionPerJob + 1) // + the command itself
 	r.AppendsPerJob = round2(float64(appends) / float64(jobs))
+	r.CPUSeconds = round2(cpu.Seconds())
+	r.CoresBusy = round2(cpu.Seconds() / took.Seconds())
+	r.CPUMicrosPerJob = math.Round(float64(cpu.Microseconds()) / float64(jobs))
 	return r, nil
 }
 

@@ -39,6 +39,8 @@ func printBench(w io.Writer, r benchReport) error {
 			name, e.JobsPerSec, e.Jobs, e.Seconds, e.ProjectionSeconds, finished(e.Finished), ratioText(ratio))
 		fmt.Fprintf(tw, "\t\tper job: %.2f events in %.2f appends, %.2f timer/work, %.2f projection values and 1 command message\n",
 			e.EventsPerJob, e.AppendsPerJob, e.WorkPerJob, e.ProjectionPerJob)
+		fmt.Fprintf(tw, "\t\tCPU: %.0f µs a job, %.2f of %d cores busy (this process: %s)\n",
+			e.CPUMicrosPerJob, e.CoresBusy, r.Machine.CPUs, cpuWhose(r.Machine.Server))
 	}
 	e2e("end to end, happy path", r.HappyPath, r.Ratios.HappyPathToRawSingle)
 	e2e("end to end, fault mix", r.Faults, r.Ratios.FaultsToRawSingle)
@@ -172,4 +174,12 @@ func replicasText(n int) string {
 		return "1 replica"
 	}
 	return fmt.Sprintf("%d replicas", n)
+}
+
+// cpuWhose says whose CPU time the bench process's figures hold.
+func cpuWhose(server string) string {
+	if server == "embedded" {
+		return "the server, the engine, the sandbox and the bench"
+	}
+	return "the engine, the sandbox and the bench; not the server"
 }

@@ -173,20 +173,23 @@ func streamMsgs(ctx context.Context, b *benchRun) (uint64, error) {
 // waitQuiet waits, up to bound, until this process (the engine and the
 // server it embeds) uses less than a fifth of a CPU for a second.
 func waitQuiet(ctx context.Context, bound time.Duration) {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
 	for deadline := time.Now().Add(bound); time.Now().Before(deadline); {
-		c0, t0 := cpu(), time.Now()
+		c0, t0 := processCPU(), time.Now()
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Second):
 		}
-		if float64(cpu()-c0) < 0.2*float64(time.Since(t0)) {
+		if float64(processCPU()-c0) < 0.2*float64(time.Since(t0)) {
 			return
 		}
 	}
+}
+
+// processCPU is the CPU time this process has used so far, user and
+// system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
