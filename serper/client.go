@@ -61,6 +61,9 @@ func New(cfg Config) (*Client, error) {
 // redacts the token.
 func (c *Client) Config() Config { return c.cfg }
 
+// Timeout is how long the client waits for one search at most.
+func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
+
 // String describes c without the token. It and Format have value
 // receivers so that a dereferenced Client cannot print the token either.
 func (c Client) String() string { return "serper.Client{" + c.cfg.String() + "}" }

@@ -18,7 +18,10 @@ type Store interface {
 	Load(ctx context.Context, jobID string) ([]events.Event, uint64, error)
 }
 
-// API is the search provider: serper.Client, or a test double.
+// API is the search provider: serper.Client, or a test double. An API that
+// also has Timeout() time.Duration (serper.Client does), the longest it
+// waits for one search, has its claimed requests sent only while their
+// search would end within the claim's lease.
 type API interface {
 	Search(ctx context.Context, key string, body []byte) serper.Result
 	Ledger(ctx context.Context, q serper.LedgerQuery) ([]serper.LedgerEntry, error)

@@ -93,7 +93,7 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				if errors.As(err, &le) && le.RetryAfter > retry {
 					retry = le.RetryAfter
 				}
-				e.jobLog(jobID, s).Warn("billing ledger look-up failed; trying again later", "err", err, "retry_in", retry)
+				e.jobLog(jobID, s).Warn("reconciliation failed; trying again later", "err", err, "retry_in", retry)
 				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, false, nil
 			}
 		case aggregate.StepSend:
@@ -105,6 +105,11 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				var te *ThrottledError
 				if errors.As(err, &te) {
 					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(e.throttledFor(s, te))}, true, nil
+				}
+				if errors.Is(err, ErrUnknownAccount) {
+					e.jobLog(jobID, s).Error("the job's API account is not configured here; waiting for it (a job not sent yet fails at its age budget)",
+						"err", err, "retry_in", unknownAccountRetry)
+					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(unknownAccountRetry)}, false, nil
 				}
 				return aggregate.Next{}, false, err
 			}
@@ -147,10 +152,6 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		}
 		return e.storeNew(ctx, s, prefix)
 	}
-	api, err := e.api(s.Account)
-	if err != nil {
-		return known{}, fmt.Errorf("job %s: %w", jobID, err)
-	}
 	// The account's limits first: a job that may not start a search now
 	// waits without writing anything. A resend of a key that was sent
 	// before cannot buy, so the budget does not hold it back.
@@ -178,6 +179,17 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	case err != nil:
 		return known{}, fmt.Errorf("job %s: decide claim: %w", jobID, err)
 	}
+	// A claim needs the job's API account; a key past its deadline or a
+	// job past its age budget is settled without it.
+	var api API
+	if _, claim := evs[0].Data.(events.Sent); claim {
+		if api, err = e.api(s.Account); err != nil {
+			if k, perr := storePrefix(); perr != nil {
+				return k, perr
+			}
+			return known{}, fmt.Errorf("job %s: %w", jobID, err)
+		}
+	}
 	ver, err = e.cfg.Store.Append(ctx, jobID, ver, append(slices.Clip(prefix), evs...)...)
 	if errors.Is(err, store.ErrConcurrency) {
 		if len(prefix) > 0 {
@@ -199,9 +211,10 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		return known{}, err
 	}
 	// Last check before the request leaves: a pause since the claim must
-	// not let a key out past its deadline or after the lease ran out.
-	if now := e.cfg.Now(); !now.Before(sent.LeaseUntil) || !now.Before(sent.Deadline) {
-		log.Warn("claim expired before the request left; not sending", "lease_until", sent.LeaseUntil, "deadline", sent.Deadline)
+	// not let a key out past its deadline, nor so late that its search
+	// could still run when the lease ends (see sendBy).
+	if now, by := e.cfg.Now(), sendBy(api, sent, s.Policy.Lease.D()); !now.Before(by) || !now.Before(sent.Deadline) {
+		log.Warn("claim too old for the request to leave; not sending", "send_by", by, "lease_until", sent.LeaseUntil, "deadline", sent.Deadline)
 		return known{}, nil
 	}
 	if aggregate.BodyHash(s.Body) != s.BodySHA256 {
@@ -233,6 +246,22 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		return known{}, err
 	}
 	return e.record(ctx, s, ver, out)
+}
+
+// sendBy is the last moment a claimed request may leave. The billing ledger
+// is trusted to show every charge of a job once its last claim's lease has
+// run out (aggregate.State.Settled), so the search a request starts must
+// be over by then: a client that waits at most T for a search must send by
+// the end of the lease less T. A slow claim append or a pause between the
+// claim and the request could otherwise let a search run past the lease,
+// and a reconciliation that finds no charge yet would buy again. An API
+// that does not say how long it waits, or waits longer than the lease
+// (test set-ups), is held to the lease alone.
+func sendBy(api API, sent events.Sent, lease time.Duration) time.Time {
+	if t, ok := api.(interface{ Timeout() time.Duration }); ok && t.Timeout() > 0 && t.Timeout() < lease {
+		return sent.LeaseUntil.Add(-t.Timeout())
+	}
+	return sent.LeaseUntil
 }
 
 // throttledFor is how long a job held back by its account waits: a
@@ -273,13 +302,23 @@ func (e *Engine) search(ctx context.Context, api API, sent events.Sent, body str
 	return api.Search(ctx, sent.Key, []byte(body))
 }
 
+// unknownAccountRetry is how long a job whose API account this engine
+// does not have (it was removed from the configuration, or another engine
+// took the job in) waits before it is tried again.
+const unknownAccountRetry = time.Minute
+
 // keepAliveEvery is how often a delivery is kept alive during a request.
 var keepAliveEvery = 5 * time.Second
 
 // record appends what a send learned. The outcome is a fact: if the job
 // moved on meanwhile, it is decided again on the new state; if the store is
-// unreachable, it is retried until the context ends (then the key is
-// resent by the next worker and the API replays the same outcome).
+// unreachable, it is retried every StoreRetry until the context ends (then
+// the key is resent by the next worker and the API replays the same
+// outcome). A result too large for the log is recorded as an unknown
+// outcome (serper.UnknownOversizedBody), as if the client had refused the
+// reply: the key is resent while it may be and then reconciled, so the job
+// ends charged_no_result rather than waiting forever. Other refusals that
+// no retry can change are returned.
 func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out aggregate.Outcome) (known, error) {
 	jobID := s.JobID
 	for {
@@ -292,28 +331,58 @@ func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out 
 			return known{}, fmt.Errorf("job %s: decide outcome: %w", jobID, err)
 		}
 		newVer, err := e.cfg.Store.Append(ctx, jobID, ver, evs...)
-		if err == nil {
+		switch {
+		case err == nil:
 			return after(s, newVer, evs), e.hook(e.cfg.Hooks.AfterRecord, jobID)
-		}
-		if !errors.Is(err, store.ErrConcurrency) {
-			if ctx.Err() != nil {
-				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
-			}
-			e.jobLog(jobID, s).Warn("recording the outcome failed; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, ctx.Err())
-			case <-time.After(e.cfg.StoreRetry):
-			}
-		}
-		var loaded []events.Event
-		if loaded, ver, err = e.cfg.Store.Load(ctx, jobID); err != nil {
-			if ctx.Err() != nil {
-				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
-			}
+		case errors.Is(err, store.ErrConcurrency):
+			// reload and decide again, at once
+		case errors.Is(err, store.ErrTooLarge) && out.Result != nil:
+			e.jobLog(jobID, s).Error("the search result is too large for the event log; recording the outcome as unknown",
+				"request_id", out.RequestID, "result_bytes", len(out.Result), "err", err)
+			out = aggregate.Outcome{Key: out.Key, Try: out.Try, RetryAfter: out.RetryAfter, Unknown: serper.UnknownOversizedBody}
 			continue
+		case permanent(err):
+			return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+		default:
+			if err := e.storeWait(ctx, s, "recording the outcome failed; retrying", err); err != nil {
+				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+			}
 		}
-		s = aggregate.Fold(loaded)
+		loaded, v, err := e.cfg.Store.Load(ctx, jobID)
+		if err != nil {
+			if permanent(err) {
+				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+			}
+			if err := e.storeWait(ctx, s, "reloading the job failed; retrying", err); err != nil {
+				return known{}, fmt.Errorf("job %s: outcome not recorded: %w", jobID, err)
+			}
+			continue // with the version we had
+		}
+		s, ver = aggregate.Fold(loaded), v
+	}
+}
+
+// permanent reports a store refusal no retry can change.
+func permanent(err error) bool {
+	var corrupt *store.CorruptError
+	return errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrDuplicate) ||
+		errors.As(err, &corrupt)
+}
+
+// storeWait logs a failed store call and waits StoreRetry, or returns the
+// context's error (wrapping the failure) if it ends first.
+func (e *Engine) storeWait(ctx context.Context, s aggregate.State, msg string, err error) error {
+	if ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
+	}
+	e.jobLog(s.JobID, s).Warn(msg, "err", err)
+	t := time.NewTimer(e.cfg.StoreRetry)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	case <-t.C:
+		return nil
 	}
 }
 

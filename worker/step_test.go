@@ -2,7 +2,10 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,8 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
@@ -263,4 +268,165 @@ func TestCancel(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, aggregate.StepDone, next.Step)
 	_ = time.Second
+}
+
+// timedAPI is the scripted provider with a client timeout, as
+// serper.Client has.
+type timedAPI struct {
+	*api
+	timeout time.Duration
+}
+
+func (a timedAPI) Timeout() time.Duration { return a.timeout }
+
+// TestLateClaimIsNotSent: the ledger is trusted once a claim's lease has
+// run out, so a request must leave early enough for its search to end
+// within the lease. A claim whose request would leave later (here the
+// claim took 21 s to store, with a 2-minute lease and a client that waits
+// 100 s) is not sent; the job waits out the lease and claims again.
+func TestLateClaimIsNotSent(t *testing.T) {
+	for _, tt := range []struct {
+		delay time.Duration
+		sends int // requests of the first claim
+	}{{19 * time.Second, 1}, {21 * time.Second, 0}} {
+		t.Run(tt.delay.String(), func(t *testing.T) {
+			e := setup(t, func(string, int) serper.Result { return success("r", false) })
+			var once sync.Once
+			eng, err := worker.New(worker.Config{Name: "w", Store: e.store, API: timedAPI{e.api, 100 * time.Second}, Timers: e.timers,
+				Now: e.clock.Now, ReconcileRetry: time.Minute, Hooks: worker.Hooks{AfterClaim: func(string) error {
+					once.Do(func() { e.clock.Add(tt.delay) })
+					return nil
+				}}})
+			require.NoError(t, err)
+			job := e.schedule(eng)
+			_, err = eng.Step(context.Background(), job, nil)
+			require.NoError(t, err)
+			require.Equal(t, tt.sends, e.api.sendCount())
+
+			s := e.runToEnd(eng, job)
+			require.Equal(t, aggregate.StatusSucceeded, s.Status)
+			require.Len(t, s.Attempts, 1, "one key")
+			require.Equal(t, 1, e.api.sendCount(), "one request")
+			require.Equal(t, 2-tt.sends, s.Sends, "a claim again after the late one")
+			require.Empty(t, aggregate.Verify(e.log(job)))
+		})
+	}
+}
+
+// flakyLoads is a store whose outcome append fails once with its result
+// unknown (it landed) and whose next loads fail; it counts the appends
+// and the versions they expected.
+type flakyLoads struct {
+	*memstore.Store
+	mu        sync.Mutex
+	failLoads int
+	expected  []uint64
+}
+
+func (f *flakyLoads) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
+	f.mu.Lock()
+	f.expected = append(f.expected, expected)
+	n := len(f.expected)
+	f.mu.Unlock()
+	v, err := f.Store.Append(ctx, jobID, expected, evs...)
+	if n == 3 && err == nil { // the outcome (after the job and its claim): it landed, the answer was lost
+		f.mu.Lock()
+		f.failLoads = 3
+		f.mu.Unlock()
+		return 0, fmt.Errorf("%w: the reply was lost", store.ErrUnknownOutcome)
+	}
+	return v, err
+}
+
+func (f *flakyLoads) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
+	f.mu.Lock()
+	fail := f.failLoads > 0
+	if fail {
+		f.failLoads--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, 0, errors.New("the server is unreachable")
+	}
+	return f.Store.Load(ctx, jobID)
+}
+
+// TestRecordingWaitsOutAFailingStore: when recording an outcome fails
+// and so does reloading the job, the worker waits StoreRetry between
+// tries and keeps the version it had; it does not spin appending at
+// version 0.
+func TestRecordingWaitsOutAFailingStore(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	fl := &flakyLoads{Store: e.store}
+	eng, err := worker.New(worker.Config{Name: "w", Store: fl, API: e.api, Timers: e.timers, Now: e.clock.Now,
+		StoreRetry: time.Millisecond, ReconcileRetry: time.Minute})
+	require.NoError(t, err)
+	job := e.schedule(eng)
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Equal(t, 1, e.api.sendCount())
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	// The job, its claim, the outcome; then, after each failed reload, the
+	// outcome again at the version it had (refused: it had landed).
+	require.Len(t, fl.expected, 3+3, "%v", fl.expected)
+	for _, v := range fl.expected[3:] {
+		require.Equal(t, fl.expected[2], v, "tried again at the version it had: %v", fl.expected)
+	}
+}
+
+// TestResultTooLargeForTheLog: a 200 whose result the log cannot hold is
+// recorded as an unknown outcome; the key is resent while it may be, then
+// reconciled, and the job ends charged_no_result instead of retrying the
+// write forever.
+func TestResultTooLargeForTheLog(t *testing.T) {
+	big := json.RawMessage(`{"requestId":"r","organic":[],"pad":"` + strings.Repeat("x", 8<<10) + `"}`)
+	e := setup(t, func(key string, n int) serper.Result {
+		return serper.Result{Confirmed: true, Status: 200, RequestID: "r", Replayed: n > 1, Pages: 1, Search: big}
+	})
+	e.store = memstore.New(memstore.Options{MaxMsgSize: 4096})
+	eng := e.engine("w", worker.Hooks{})
+	job := e.schedule(eng)
+	_, err := eng.Step(context.Background(), job, nil)
+	require.NoError(t, err, "the first send's outcome is recorded, as unknown")
+	require.Equal(t, 1, e.api.sendCount())
+	e.api.charge(e.state(job).Attempts[0].Key, "r") // the search was billed
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
+	require.Len(t, s.Attempts, 1, "never a second key")
+	require.Empty(t, aggregate.Verify(e.log(job)))
+}
+
+// TestJobOfAMissingAccountWaitsThenFails: a job whose API account this
+// engine does not have (it was removed from the configuration after the
+// job was taken in) writes nothing and waits a minute at a time, not a
+// second; once its age budget is spent it fails, which needs no account.
+func TestJobOfAMissingAccountWaitsThenFails(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	with, err := worker.New(worker.Config{Name: "w", Store: e.store, API: e.api, Timers: e.timers, Now: e.clock.Now,
+		Accounts: map[string]worker.API{"default": e.api, "acme": e.api}})
+	require.NoError(t, err)
+	out, err := with.Schedule(context.Background(), []byte(`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","account":"acme"}`), "test")
+	require.NoError(t, err)
+	job := out.JobID
+	before := len(e.log(job))
+
+	without, err := worker.New(worker.Config{Name: "w", Store: e.store, API: e.api, Timers: e.timers, Now: e.clock.Now,
+		Accounts: map[string]worker.API{"default": e.api}})
+	require.NoError(t, err)
+	next, err := without.Step(context.Background(), job, nil)
+	require.NoError(t, err)
+	require.Equal(t, aggregate.StepWait, next.Step)
+	require.Equal(t, e.clock.Now().Add(time.Minute), next.At)
+	require.Len(t, e.log(job), before, "nothing written")
+	require.Zero(t, e.api.sendCount())
+
+	e.clock.Add(25 * time.Hour)
+	next, err = without.Step(context.Background(), job, nil)
+	require.NoError(t, err)
+	require.Equal(t, aggregate.StepDone, next.Step)
+	s := e.state(job)
+	require.Equal(t, aggregate.StatusFailed, s.Status)
+	require.Zero(t, e.api.sendCount())
+	require.Empty(t, aggregate.Verify(e.log(job)))
 }
