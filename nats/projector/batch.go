@@ -56,6 +56,12 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			if err != nil {
 				return err
 			}
+			if r.wholeLog && uint64(len(missing)) != seq-next {
+				// A replica behind the leader answers direct gets too: a
+				// short answer is not a hole in the log. The batch is
+				// not acknowledged and comes again.
+				return fmt.Errorf("projector: filling the gap %d..%d read %d of its %d events; trying again", next, seq-1, len(missing), seq-next)
+			}
 			for _, mm := range missing {
 				rec, err := decodeEvent(snats.EventSubjectPrefix, mm, false)
 				if err != nil {

@@ -88,10 +88,24 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream, filter strin
 	return out, nil
 }
 
+// firstMatch is the sequence of the first message of s matching filter
+// at or after from, 0 if there is none.
+func firstMatch(ctx context.Context, s jetstream.Stream, filter string, from uint64) (uint64, error) {
+	m, err := s.GetMsg(ctx, from, jetstream.WithGetMsgSubject(filter))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("projector: read %s from %d: %w", s.CachedInfo().Config.Name, from, err)
+	}
+	return m.Sequence, nil
+}
+
 // ReadStream reads a stream's messages matching filter from sequence from
 // up to sequence to (0: the last one when the read starts), in order, with
 // an ordered consumer, and hands them to fn in chunks of up to chunk
-// messages. It returns the last sequence it was asked to reach.
+// messages (never an empty one). It returns the last sequence it was
+// asked to reach.
 func ReadStream(ctx context.Context, js jetstream.JetStream, stream, filter string, from, to uint64, chunk int,
 	fn func([]Message) error) (uint64, error) {
 	s, err := js.Stream(ctx, stream)
@@ -107,6 +121,13 @@ func ReadStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 	}
 	from = max(from, info.State.FirstSeq, 1)
 	if from > to || info.State.Msgs == 0 {
+		return to, nil
+	}
+	// The stream's counts are not the filter's: without a matching
+	// message in range, an ordered consumer would wait for one forever.
+	if first, err := firstMatch(ctx, s, filter, from); err != nil {
+		return 0, err
+	} else if first == 0 || first > to {
 		return to, nil
 	}
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
@@ -148,7 +169,7 @@ func ReadStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 			buf = append(buf, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: time.Unix(0, ts)})
 		}
 		last := seq >= to || pending == 0
-		if len(buf) >= chunk || last {
+		if len(buf) >= chunk || last && len(buf) > 0 {
 			if !send(buf) {
 				return
 			}

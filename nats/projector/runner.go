@@ -120,6 +120,10 @@ type Runner struct {
 	log   *slog.Logger
 
 	next uint64 // the stream sequence to apply next, while holding the lease
+	// wholeLog: the runner reads every subject of an append-only stream
+	// (deletes and purges denied), so every sequence in a gap is an event
+	// and a gap read short is an error, not a hole.
+	wholeLog bool
 
 	mu    sync.Mutex
 	stats Stats
@@ -156,11 +160,17 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	if err != nil {
 		return nil, err
 	}
+	st, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("projector: stream %s: %w", cfg.Stream, err)
+	}
+	sc := st.CachedInfo().Config
 	holder := cfg.Name + "-" + randomSuffix()
 	r := &Runner{js: js, cfg: cfg, cons: cons, ctl: ctl, log: cfg.Logger.With("component", "projections"),
 		lease: newLease(ctl, leaseKey, holder, "projections", cfg.LeaseTTL),
 		pause: newLease(ctl, pauseKey, holder, "", cfg.LeaseTTL),
 		app:   &applier{js: js, proj: projections.New(cfg.Projection), b: b, cache: newCache(cfg.CacheSize)}}
+	r.wholeLog = sc.DenyDelete && sc.DenyPurge && len(sc.Subjects) == 1 && sc.Subjects[0] == cfg.Filter
 	r.stats.Holder = holder
 	return r, nil
 }

@@ -42,10 +42,6 @@ func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
 		if err != nil {
 			return c, err
 		}
-		w, err := staging.kv[b].WatchAll(ctx, jetstream.IgnoreDeletes())
-		if err != nil {
-			return c, fmt.Errorf("projector: read %s: %w", staging.name[b], err)
-		}
 		var window []pendingWrite
 		flush := func() error {
 			err := waitWrites(ctx, window)
@@ -53,38 +49,35 @@ func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
 			window = window[:0]
 			return err
 		}
-		for e := range w.Updates() {
-			if e == nil {
-				break // every current value seen
-			}
+		err = eachValue(ctx, staging.kv[b], func(e jetstream.KeyValueEntry) error {
 			c.values++
 			progress("switch", uint64(c.values), total)
 			cur, had := index[e.Key()]
 			delete(index, e.Key())
 			if had && cur.sum != nil && *cur.sum == sha256.Sum256(e.Value()) {
 				c.unchanged++
-				continue
+				return nil
 			}
 			if !ok() {
-				_ = w.Stop()
-				return c, errLeaseLost
+				return errLeaseLost
 			}
 			msg := &natsgo.Msg{Subject: "$KV." + live.name[b] + "." + e.Key(), Data: e.Value()}
 			fut, err := live.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(cur.rev))
 			if err != nil {
-				_ = w.Stop()
-				return c, fmt.Errorf("projector: switch %s/%s: %w", b, e.Key(), err)
+				return fmt.Errorf("projector: switch %s/%s: %w", b, e.Key(), err)
 			}
 			window = append(window, pendingWrite{key: b + "/" + e.Key(), fut: fut})
 			if len(window) == writeWindow {
-				if err := flush(); err != nil {
-					_ = w.Stop()
-					return c, err
-				}
+				return flush()
 			}
+			return nil
+		}, jetstream.IgnoreDeletes())
+		if ferr := flush(); err == nil {
+			err = ferr
 		}
-		_ = w.Stop()
-		if err := flush(); err != nil {
+		if err != nil {
+			// Only a staging bucket read to its end tells which live
+			// keys it lacks: nothing is deleted after a cut-short read.
 			return c, err
 		}
 		for key, cur := range index {
@@ -127,22 +120,40 @@ func waitWrites(ctx context.Context, ws []pendingWrite) error {
 
 // indexLive reads every key of a live bucket, delete markers included.
 func indexLive(ctx context.Context, kv jetstream.KeyValue) (map[string]liveValue, error) {
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("projector: read %s: %w", kv.Bucket(), err)
-	}
-	defer func() { _ = w.Stop() }()
 	out := map[string]liveValue{}
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
+	err := eachValue(ctx, kv, func(e jetstream.KeyValueEntry) error {
 		v := liveValue{rev: e.Revision()}
 		if e.Operation() == jetstream.KeyValuePut {
 			sum := sha256.Sum256(e.Value())
 			v.sum = &sum
 		}
 		out[e.Key()] = v
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
+
+// eachValue hands fn every current entry of a bucket, stopping at the
+// first error. A watch whose updates end before the marker that says
+// every current value was sent (its consumer could not be made again, the
+// context ended) is an error: the caller must not take what it saw for
+// the whole bucket.
+func eachValue(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry) error, opts ...jetstream.WatchOpt) error {
+	w, err := kv.WatchAll(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("projector: read %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e == nil {
+			return nil // every current value seen
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("projector: read %s: the watch ended before every value was read: %w", kv.Bucket(), errors.Join(ctx.Err(), errWatchCut))
+}
+
+// errWatchCut: a bucket's watch ended early.
+var errWatchCut = errors.New("watch cut short")
