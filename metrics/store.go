@@ -25,6 +25,11 @@ type timedStore struct {
 	m *Metrics
 }
 
+// LeaderVersion passes store.LeaderVersion through to the inner store.
+func (s *timedStore) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
+	return store.LeaderVersion(ctx, s.Store, jobID)
+}
+
 func (s *timedStore) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
 	start := time.Now()
 	v, err := s.Store.Append(ctx, jobID, expected, evs...)

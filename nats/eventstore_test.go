@@ -9,6 +9,7 @@ import (
 
 	"github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/store"
 	"github.com/serpent-engine/serpent/store/storetest"
 )
 
@@ -44,4 +45,22 @@ func TestConformance(t *testing.T) {
 		srv, es := setup(t)
 		return rawStore{es, srv.JS}
 	})
+}
+
+// TestLeaderVersion: a job's version as the stream's leader has it, read
+// without a direct get.
+func TestLeaderVersion(t *testing.T) {
+	_, es := setup(t)
+	ctx := context.Background()
+	job := storetest.NewJobID()
+	v, err := es.LeaderVersion(ctx, job)
+	require.NoError(t, err)
+	require.Zero(t, v, "no events yet")
+	want, err := es.Append(ctx, job, 0, storetest.NewEvents(job, 1, 3)...)
+	require.NoError(t, err)
+	v, err = es.LeaderVersion(ctx, job)
+	require.NoError(t, err)
+	require.Equal(t, want, v)
+	_, err = es.LeaderVersion(ctx, "Not A Job")
+	require.ErrorIs(t, err, store.ErrInvalid)
 }

@@ -61,3 +61,17 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 		}
 	}
 }
+
+// LeaderVersion is the job's version as the stream's leader has it,
+// read with the leader's message-get API rather than a direct get, which
+// on a cluster any replica may answer from behind.
+func (s *EventStore) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
+	if err := events.ValidateJobID(jobID); err != nil {
+		return 0, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+	}
+	m, err := s.leaderGet(ctx, msgGetRequest{LastFor: s.subject(jobID)})
+	if err != nil || m == nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}

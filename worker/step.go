@@ -56,8 +56,9 @@ func after(s aggregate.State, ver uint64, evs []events.Event) known {
 }
 
 func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttled bool, err error) {
+	loaded := false // k was read from the log in this round, not written by it
 	for round := 0; round < maxRounds; round++ {
-		if !k.ok {
+		if loaded = !k.ok; loaded {
 			evs, ver, err := e.cfg.Store.Load(ctx, jobID)
 			if err != nil {
 				return aggregate.Next{}, false, fmt.Errorf("load job %s: %w", jobID, err)
@@ -65,11 +66,18 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 			k = known{s: aggregate.Fold(evs), ver: ver, ok: true}
 		}
 		s, ver, pending := k.s, k.ver, k.pending
+		now := e.cfg.Now()
+		next = s.Next(now)
+		if loaded && (!s.Exists() || next.Step == aggregate.StepDone) {
+			// About to drop the delivery: make sure the load was not
+			// answered by a replica behind the log.
+			if err := e.confirmLoad(ctx, jobID, ver); err != nil {
+				return aggregate.Next{}, false, err
+			}
+		}
 		if !s.Exists() {
 			return aggregate.Next{Step: aggregate.StepDone}, false, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
 		}
-		now := e.cfg.Now()
-		next = s.Next(now)
 		if len(pending) > 0 && next.Step != aggregate.StepSend {
 			if k, err = e.storeNew(ctx, s, pending); err != nil {
 				return aggregate.Next{}, false, err
@@ -116,6 +124,26 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 		}
 	}
 	return aggregate.Next{}, false, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
+}
+
+// errStaleLoad: a job was loaded from a replica behind the log's leader.
+var errStaleLoad = errors.New("worker: the job was loaded from a replica behind the log")
+
+// confirmLoad checks a loaded version against the log's leader before a
+// delivery is dropped on its word (a job missing, or finished). On a
+// cluster any replica answers the direct gets a job is loaded with; one
+// behind would have a wake-up dropped (until the sweep) for a job just
+// scheduled or re-purchased. A stale load is an error: the delivery comes
+// again after a short delay.
+func (e *Engine) confirmLoad(ctx context.Context, jobID string, ver uint64) error {
+	leader, err := store.LeaderVersion(ctx, e.cfg.Store, jobID)
+	if err != nil {
+		return fmt.Errorf("job %s: confirm its version with the leader: %w", jobID, err)
+	}
+	if leader != ver {
+		return fmt.Errorf("%w: job %s loaded at version %d, the leader has %d", errStaleLoad, jobID, ver, leader)
+	}
+	return nil
 }
 
 // storeNew stores a new job's first events alone.

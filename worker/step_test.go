@@ -430,3 +430,32 @@ func TestJobOfAMissingAccountWaitsThenFails(t *testing.T) {
 	require.Zero(t, e.api.sendCount())
 	require.Empty(t, aggregate.Verify(e.log(job)))
 }
+
+// behind is a store whose loads come from a replica that has not seen the
+// job yet, while its leader has.
+type behind struct{ *memstore.Store }
+
+func (b behind) Load(context.Context, string) ([]events.Event, uint64, error) { return nil, 0, nil }
+
+func (b behind) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
+	_, v, err := b.Store.Load(ctx, jobID)
+	return v, err
+}
+
+// TestStaleLoadDoesNotDropTheWakeUp: a wake-up whose job loads as missing
+// (a replica behind the leader answered) is not dropped as a wake-up of
+// no job: the leader is asked, and the step fails so the delivery comes
+// again.
+func TestStaleLoadDoesNotDropTheWakeUp(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	job := e.schedule(e.engine("w", worker.Hooks{}))
+	eng, err := worker.New(worker.Config{Name: "w", Store: behind{e.store}, API: e.api, Timers: e.timers, Now: e.clock.Now})
+	require.NoError(t, err)
+	_, err = eng.Step(context.Background(), job, nil)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, worker.ErrNoSuchJob)
+	require.ErrorContains(t, err, "behind the log")
+
+	_, err = eng.Step(context.Background(), "no-such-job", nil)
+	require.ErrorIs(t, err, worker.ErrNoSuchJob, "the leader agrees there is none")
+}

@@ -94,6 +94,12 @@ func (c *Committer) Load(ctx context.Context, jobID string) ([]events.Event, uin
 	return c.inner.Load(ctx, jobID)
 }
 
+// LeaderVersion reads a job's version from the inner store's leader
+// (store.LeaderVersion).
+func (c *Committer) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
+	return store.LeaderVersion(ctx, c.inner, jobID)
+}
+
 // Append queues one append and waits for its group to be committed. If ctx
 // ends while the append is queued or being written, the append may still
 // land: the error then wraps store.ErrUnknownOutcome, and repeating the
