@@ -73,8 +73,8 @@ func AuditLog(ctx context.Context, js jetstream.JetStream, o AuditOptions) (*aud
 		})
 		return err
 	}
-	reload := func(jobID string) ([]events.Event, error) {
-		return loadJob(ctx, js, o.Stream, snats.EventSubjectPrefix+jobID, last)
+	reload := func(jobID string, through uint64) ([]events.Event, error) {
+		return loadJob(ctx, js, o.Stream, snats.EventSubjectPrefix+jobID, through, last)
 	}
 	return auditMessages(ctx, source, reload, o)
 }
@@ -91,7 +91,7 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 		}
 		return nil
 	}
-	reload := func(jobID string) ([]events.Event, error) {
+	reload := func(jobID string, _ uint64) ([]events.Event, error) {
 		var h []events.Event
 		for _, m := range msgs {
 			if rec, err := decodeEvent(snats.EventSubjectPrefix, m, true); err == nil && rec.Event.JobID == jobID {
@@ -104,9 +104,13 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 }
 
 // loadJob reads one job's events up to sequence last, skipping unreadable
-// ones (the first read reported them).
-func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string, last uint64) ([]events.Event, error) {
+// ones (the first read reported them). The read must reach sequence
+// through, the job's last event the audit saw: direct gets may be answered
+// by a replica behind the leader, and a history read short would be
+// checked as if it were whole.
+func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string, through, last uint64) ([]events.Event, error) {
 	var out []events.Event
+	reached := uint64(0)
 	for seq := uint64(1); seq <= last; {
 		msgs, err := jetstreamext.GetBatch(ctx, js, stream, 256, jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchSubject(subject))
 		if err != nil {
@@ -122,8 +126,9 @@ func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string
 			}
 			seq = m.Sequence + 1
 			if m.Sequence > last {
-				return out, nil
+				return out, checkReached(subject, reached, through)
 			}
+			reached = m.Sequence
 			got++
 			rec, err := decodeEvent(snats.EventSubjectPrefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
 			if err == nil {
@@ -134,7 +139,14 @@ func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string
 			break
 		}
 	}
-	return out, nil
+	return out, checkReached(subject, reached, through)
+}
+
+func checkReached(subject string, reached, through uint64) error {
+	if reached < through {
+		return fmt.Errorf("projector: read %s: it ended at sequence %d, before %d (a replica behind the leader answered?)", subject, reached, through)
+	}
+	return nil
 }
 
 // decoded is one chunk of messages, decoded.
@@ -146,7 +158,7 @@ type decoded struct {
 // auditMessages decodes the source's messages in parallel, puts them back
 // in log order, and checks each job once it is finished (or at the end).
 func auditMessages(ctx context.Context, source func(emit func([]Message) error) error,
-	reload func(jobID string) ([]events.Event, error), o AuditOptions) (*audit.Auditor, error) {
+	reload func(jobID string, through uint64) ([]events.Event, error), o AuditOptions) (*audit.Auditor, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type chunk struct {
@@ -194,7 +206,7 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 	a := audit.New(o.Audit)
 	open := map[string][]events.Event{} // histories of jobs not finished yet
 	closed := map[string]bool{}         // jobs checked already
-	reopened := map[string]bool{}       // ... that had events after all
+	reopened := map[string]uint64{}     // ... that had events after all: the last one's sequence
 	var order []string
 	for out := range ordered {
 		var d decoded
@@ -209,7 +221,7 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 		for _, rec := range d.recs {
 			id := rec.Event.JobID
 			if closed[id] {
-				reopened[id] = true
+				reopened[id] = rec.Seq
 				continue
 			}
 			h, seen := open[id]
@@ -234,8 +246,8 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 	for id, h := range open {
 		chk.check(id, h, 0)
 	}
-	for id := range reopened {
-		h, err := reload(id)
+	for id, through := range reopened {
+		h, err := reload(id, through)
 		if err != nil {
 			return nil, err
 		}
