@@ -184,6 +184,12 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 	if !rule.Class.Definite() && s.Status != StatusSending {
 		return ErrStaleOutcome
 	}
+	if rule.Class == ClassRateLimited && rule.Action == ActionRetryNewKey && in.Try > 1 {
+		// A 429 says this request did not run; an earlier send of the
+		// key, whose answer was lost or said "in progress", may have run
+		// and been billed. The key is not settled: send it again.
+		rule.Action = ActionRetrySameKey
+	}
 	classified := events.OutcomeClassified{
 		Key: in.Key, Try: in.Try, Status: in.Status, Code: in.Code, Unknown: in.Unknown,
 		RequestID: in.RequestID, Replayed: in.Replayed, RetryAfter: events.Duration(in.RetryAfter),

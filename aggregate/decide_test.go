@@ -362,3 +362,30 @@ func TestApplyDoesNotChangeItsInput(t *testing.T) {
 	require.Len(t, after.Attempts, 2)
 	require.Equal(t, aggregate.Fold(append(j.log, evs...)), after)
 }
+
+// TestA429OnAResendKeepsTheKey: a 429 says the request it answers did not
+// run. On a key's first send that settles the key; on a resend after an
+// answer that was lost, the earlier send may have run and been billed, so
+// the same key goes again (after the wait the API asked for), and its next
+// answer still speaks for it.
+func TestA429OnAResendKeepsTheKey(t *testing.T) {
+	j := newJob(t)
+	key, try := j.send("w1")
+	j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "timeout"})
+	j.waitDue()
+	key, try = j.send("w1")
+	evs := j.must(aggregate.Outcome{Key: key, Try: try, Status: 429, Code: "rate_limited", RequestID: "r1", RetryAfter: 30 * time.Second})
+	require.Equal(t, []string{"OutcomeClassified"}, types(evs))
+	o := evs[0].Data.(events.OutcomeClassified)
+	require.Equal(t, string(aggregate.ActionRetrySameKey), o.Action)
+	require.False(t, o.NextRunAt.Before(j.now.Add(30*time.Second)), "the API's wait is kept")
+	cur, _ := j.s.Current()
+	require.False(t, cur.Definite, "the key is not settled")
+
+	j.waitDue()
+	again, try := j.send("w1")
+	require.Equal(t, key, again, "the same key")
+	j.must(aggregate.Outcome{Key: again, Try: try, Status: 200, RequestID: "r0", Replayed: true, Result: okResult})
+	require.Equal(t, aggregate.StatusSucceeded, j.s.Status)
+	require.Empty(t, aggregate.Verify(j.log))
+}

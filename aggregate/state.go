@@ -152,7 +152,9 @@ func (s *State) apply(e events.Event) {
 		s.NextRunAt = d.NextRunAt
 		if a := s.attempt(d.Key); a != nil {
 			a.LastClass = Class(d.Class)
-			a.Definite = a.Definite || Class(d.Class).Definite()
+			// An answer that leads to the same key again settles
+			// nothing: that key's next send must still speak for it.
+			a.Definite = a.Definite || Class(d.Class).Definite() && Action(d.Action) != ActionRetrySameKey
 			a.RequestIDs = appendNew(a.RequestIDs, d.RequestID)
 		}
 		switch Action(d.Action) {

@@ -135,6 +135,38 @@ func ParseRules(data []byte) (Table, error) {
 	return t, nil
 }
 
+// allowed is what a class permits, and why nothing else.
+type allowed struct {
+	actions []Action
+	why     string
+}
+
+// classActions are the actions each class allows: a new key only once the
+// old one is known not to have bought, nothing but reconciliation for a
+// charge whose response is lost, a stored result for a success.
+var classActions = map[Class]allowed{
+	ClassUnknown:           {[]Action{ActionRetrySameKey, ActionReconcile}, whyUnsettled},
+	ClassInProgress:        {[]Action{ActionRetrySameKey, ActionReconcile}, whyUnsettled},
+	ClassUnresolved:        {[]Action{ActionRetrySameKey, ActionReconcile}, whyUnsettled},
+	ClassRetryable:         {[]Action{ActionRetryNewKey, ActionRetrySameKey, ActionReconcile, ActionFail}, ""},
+	ClassRateLimited:       {[]Action{ActionRetryNewKey, ActionRetrySameKey, ActionReconcile, ActionFail}, ""},
+	ClassReplayUnavailable: {[]Action{ActionReconcile}, "the key was charged and its response is lost; only the billing ledger settles it"},
+	ClassSuccess:           {[]Action{ActionStore}, "a success is stored"},
+	ClassFailure:           {[]Action{ActionFail, ActionReconcile}, "a confirmed failure ends the job (or asks the ledger); another send would buy what the API refused"},
+}
+
+const whyUnsettled = "the key's search may have run and been billed, so only the same key or the billing ledger can settle it"
+
+// contractClasses are the rows whose meaning the provider's contract fixes
+// (DESIGN section 1): a deployment may change their action within what
+// their class allows, not their class.
+var contractClasses = map[[2]any]Class{
+	{0, ""}:                                 ClassUnknown,
+	{409, "idempotency_in_progress"}:        ClassInProgress,
+	{503, "billing_unavailable"}:            ClassUnresolved,
+	{409, "idempotency_replay_unavailable"}: ClassReplayUnavailable,
+}
+
 var knownClasses = []Class{ClassUnknown, ClassInProgress, ClassUnresolved, ClassRetryable,
 	ClassRateLimited, ClassReplayUnavailable, ClassSuccess, ClassFailure}
 
@@ -151,16 +183,12 @@ func (t Table) Validate() error {
 			if r.Status != 200 {
 				errs = append(errs, fmt.Errorf("outcome rules: %s: only status 200 can store a result", name))
 			}
-		case ActionRetryNewKey:
-			if !r.Class.Definite() {
-				errs = append(errs, fmt.Errorf("outcome rules: %s: class %q is not definite, so it may not mint a new key (the old one may have been charged)", name, r.Class))
-			}
-		case ActionRetrySameKey, ActionReconcile, ActionFail:
-			if r.Action == ActionFail && !r.Class.Definite() {
-				errs = append(errs, fmt.Errorf("outcome rules: %s: class %q is not definite, so the job may not fail on it (a charge may be pending)", name, r.Class))
-			}
+		case ActionRetryNewKey, ActionRetrySameKey, ActionReconcile, ActionFail:
 		default:
 			errs = append(errs, fmt.Errorf("outcome rules: %s: unknown action %q", name, r.Action))
+		}
+		if a, known := classActions[r.Class]; known && !slices.Contains(a.actions, r.Action) && r.Action != "" {
+			errs = append(errs, fmt.Errorf("outcome rules: %s: class %q may not %s: %s", name, r.Class, r.Action, a.why))
 		}
 		if r.Status == 200 && r.Action != ActionStore {
 			errs = append(errs, fmt.Errorf("outcome rules: %s: a decoded 200 must be stored", name))
@@ -173,6 +201,9 @@ func (t Table) Validate() error {
 	hasUnknown := false
 	for _, r := range t.Rules {
 		name := fmt.Sprintf("row %d %q", r.Status, r.Code)
+		if want, pinned := contractClasses[[2]any{r.Status, r.Code}]; pinned && r.Class != want {
+			errs = append(errs, fmt.Errorf("outcome rules: %s: the provider's contract fixes its class as %q", name, want))
+		}
 		if r.Status != 0 && (r.Status < 100 || r.Status > 599) {
 			errs = append(errs, fmt.Errorf("outcome rules: %s: status is not an HTTP status", name))
 		}

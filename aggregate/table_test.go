@@ -39,16 +39,22 @@ func TestTableRows(t *testing.T) {
 
 func TestTableRefusesRowsThatBreakPromises(t *testing.T) {
 	for name, rules := range map[string]string{
-		"new key on unknown":       `[{"status":0,"class":"unknown","action":"retry_new_key"}]`,
-		"new key on in progress":   `[{"status":409,"code":"idempotency_in_progress","class":"in_progress","action":"retry_new_key"}]`,
-		"fail on unresolved":       `[{"status":503,"code":"billing_unavailable","class":"unresolved","action":"fail"}]`,
-		"store a 404":              `[{"status":404,"class":"success","action":"store"}]`,
-		"drop a 200":               `[{"status":200,"class":"failure","action":"fail"}]`,
-		"unknown action":           `[{"status":418,"class":"failure","action":"make_tea"}]`,
-		"unknown class":            `[{"status":418,"class":"teapot","action":"fail"}]`,
-		"status out of range":      `[{"status":999,"class":"failure","action":"fail"}]`,
-		"unknown is not retryable": `[{"status":0,"class":"retryable","action":"retry_same_key"}]`,
-		"not json":                 `{`,
+		"new key on unknown":             `[{"status":0,"class":"unknown","action":"retry_new_key"}]`,
+		"new key on in progress":         `[{"status":409,"code":"idempotency_in_progress","class":"in_progress","action":"retry_new_key"}]`,
+		"fail on unresolved":             `[{"status":503,"code":"billing_unavailable","class":"unresolved","action":"fail"}]`,
+		"store a 404":                    `[{"status":404,"class":"success","action":"store"}]`,
+		"drop a 200":                     `[{"status":200,"class":"failure","action":"fail"}]`,
+		"unknown action":                 `[{"status":418,"class":"failure","action":"make_tea"}]`,
+		"unknown class":                  `[{"status":418,"class":"teapot","action":"fail"}]`,
+		"status out of range":            `[{"status":999,"class":"failure","action":"fail"}]`,
+		"unknown is not retryable":       `[{"status":0,"class":"retryable","action":"retry_same_key"}]`,
+		"not json":                       `{`,
+		"new key on a lost response":     `[{"status":409,"code":"idempotency_replay_unavailable","class":"replay_unavailable","action":"retry_new_key"}]`,
+		"fail on a lost response":        `[{"status":409,"code":"idempotency_replay_unavailable","class":"failure","action":"fail"}]`,
+		"in progress relabelled":         `[{"status":409,"code":"idempotency_in_progress","class":"retryable","action":"retry_new_key"}]`,
+		"billing unavailable relabelled": `[{"status":503,"code":"billing_unavailable","class":"rate_limited","action":"retry_new_key"}]`,
+		"lost response elsewhere":        `[{"status":410,"class":"replay_unavailable","action":"retry_same_key"}]`,
+		"new key on a failure":           `[{"status":451,"class":"failure","action":"retry_new_key"}]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := aggregate.ParseRules([]byte(rules))

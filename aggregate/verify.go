@@ -41,7 +41,57 @@ type keyTrack struct {
 	firstSend time.Time
 	deadline  time.Time
 	sent      bool
-	definite  bool
+	// notCharged: the key is known not to have bought: a confirmed answer
+	// that the search did not complete (or, on its only send, did not
+	// run), a reconciliation that found no charge, or an authorised
+	// re-purchase. Only then may a new key follow it.
+	notCharged bool
+}
+
+// purchaseCount counts a job's purchases as its log records them: each
+// stored observation, and the distinct charges its reconciliations found
+// (a later reconciliation looks up the earlier keys again and finds their
+// charges again).
+type purchaseCount struct {
+	stored  int
+	charged map[string]bool
+	blind   int // charges recorded without a request id
+}
+
+func (p *purchaseCount) add(e events.Event) {
+	switch d := e.Data.(type) {
+	case events.Reconciled:
+		if d.Verdict != VerdictCharged {
+			return
+		}
+		if len(d.Entries) == 0 {
+			p.blind++
+		}
+		for _, en := range d.Entries {
+			if en.RequestID == "" {
+				p.blind++
+				continue
+			}
+			if p.charged == nil {
+				p.charged = map[string]bool{}
+			}
+			p.charged[en.RequestID] = true
+		}
+	case events.ObservationStored:
+		p.stored++
+	}
+}
+
+func (p *purchaseCount) n() int { return p.stored + len(p.charged) + p.blind }
+
+// Purchases is how many searches a job's history shows it bought: every
+// distinct charge its reconciliations found, and its stored observations.
+func Purchases(evs []events.Event) int {
+	var p purchaseCount
+	for _, e := range evs {
+		p.add(e)
+	}
+	return p.n()
 }
 
 // Verify checks one job's history, in order, against serpent's promises
@@ -52,7 +102,7 @@ func Verify(evs []events.Event) []Violation {
 		out        []Violation
 		s          State
 		keys       []keyTrack
-		purchases  int
+		purchases  purchaseCount
 		authorised int
 		lease      Lease
 		outcome    = true // no send is waiting for its outcome
@@ -101,8 +151,11 @@ func Verify(evs []events.Event) []Violation {
 			if d.BodySHA256 != s.BodySHA256 {
 				flag(e, RuleOneBody, "key %s stored with body %s, the job's body is %s", d.NewKey, d.BodySHA256, s.BodySHA256)
 			}
-			if old := find(d.OldKey); old != nil && old.sent && !old.definite {
-				flag(e, RuleDefiniteFirst, "new key %s while the outcome of %s was unknown", d.NewKey, d.OldKey)
+			switch cur := current(); {
+			case cur == nil || cur.key != d.OldKey:
+				flag(e, RuleDefiniteFirst, "new key %s replaces %s, which is not the current key", d.NewKey, d.OldKey)
+			case cur.sent && !cur.notCharged:
+				flag(e, RuleDefiniteFirst, "new key %s while %s was not known to be uncharged", d.NewKey, d.OldKey)
 			}
 			keys = append(keys, keyTrack{key: d.NewKey})
 		case events.Sent:
@@ -128,23 +181,28 @@ func Verify(evs []events.Event) []Violation {
 			}
 			lease, outcome = Lease{Worker: d.Worker, Until: d.LeaseUntil}, false
 		case events.OutcomeClassified:
-			if k := find(d.Key); k != nil && Class(d.Class).Definite() {
-				k.definite = true
+			// A search that did not complete is settled by any send's
+			// confirmed answer (the API replays the key's first
+			// execution); one that did not run, only by the key's first
+			// send: a later one says nothing of an earlier send whose
+			// answer was lost.
+			if k := find(d.Key); k != nil && (Class(d.Class) == ClassRetryable || Class(d.Class) == ClassRateLimited && d.Try == 1) {
+				k.notCharged = true
 			}
 			outcome = true
 		case events.DeadlineReached:
 			outcome = true
 		case events.Reconciled:
-			for _, key := range d.Keys {
-				if k := find(key); k != nil {
-					k.definite = true
+			if d.Verdict == VerdictNotCharged {
+				for _, key := range d.Keys {
+					if k := find(key); k != nil {
+						k.notCharged = true
+					}
 				}
 			}
-			if d.Verdict == VerdictCharged {
-				purchases++
-			}
+			purchases.add(e)
 		case events.ObservationStored:
-			purchases++
+			purchases.add(e)
 			outcome = true
 		case events.JobFailed, events.JobCancelled:
 			outcome = true
@@ -154,12 +212,12 @@ func Verify(evs []events.Event) []Violation {
 			}
 			authorised++
 			if k := current(); k != nil {
-				k.definite = true
+				k.notCharged = true
 			}
 		}
-		if purchases > 1+authorised {
-			flag(e, RuleOnePurchase, "%d purchases with %d authorised re-purchases", purchases, authorised)
-			authorised = purchases // report each extra purchase once
+		if n := purchases.n(); n > 1+authorised {
+			flag(e, RuleOnePurchase, "%d purchases with %d authorised re-purchases", n, authorised)
+			authorised = n - 1 // report each extra purchase once
 		}
 		s.apply(e)
 	}

@@ -84,6 +84,37 @@ func TestVerifyFlagsDoctoredHistories(t *testing.T) {
 			extra.Data = events.Reconciled{Verdict: aggregate.VerdictCharged, Charges: 1}
 			return append(l, extra)
 		}, aggregate.RuleOnePurchase},
+		{"a lost response taken for a settled key", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeOutcomeClassified, 1)
+			o := l[i].Data.(events.OutcomeClassified)
+			o.Status, o.Code, o.Class = 409, "idempotency_replay_unavailable", string(aggregate.ClassReplayUnavailable)
+			l[i].Data = o
+			return l
+		}, aggregate.RuleDefiniteFirst},
+		{"a 429 on a resend taken for a settled key", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeOutcomeClassified, 1)
+			o := l[i].Data.(events.OutcomeClassified)
+			o.Status, o.Code, o.Class = 429, "rate_limited", string(aggregate.ClassRateLimited)
+			l[i].Data = o
+			return l
+		}, aggregate.RuleDefiniteFirst},
+		{"a rotation from a key that is not the current one", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeKeyRotated, 0)
+			r := l[i].Data.(events.KeyRotated)
+			r.OldKey = "some-other-key"
+			l[i].Data = r
+			return l
+		}, aggregate.RuleDefiniteFirst},
+		{"a reconciliation that found two charges", func(l []events.Event) []events.Event {
+			last := l[len(l)-1]
+			extra := last
+			extra.Version++
+			extra.Data = events.Reconciled{Verdict: aggregate.VerdictCharged, Charges: 2, Entries: []events.LedgerEntry{
+				{RequestID: "ra", Key: "k1", BilledPages: 1}, {RequestID: "rb", Key: "k2", BilledPages: 1}}}
+			l = append(l[:len(l)-1], extra)
+			l[len(l)-1].Version = last.Version
+			return l
+		}, aggregate.RuleOnePurchase},
 		{"two senders", func(l []events.Event) []events.Event {
 			i := find(l, events.TypeOutcomeClassified, 0)
 			s := l[i-1]

@@ -119,14 +119,11 @@ func CheckJob(evs []events.Event, o Options) Job {
 		case events.ObservationStored:
 			d.Result = nil
 			j.Accepted = &d
-			j.Purchases++
 		case events.Reconciled:
-			if d.Verdict == aggregate.VerdictCharged {
-				j.Purchases++
-			}
 			j.Reconciled = append(j.Reconciled, d.Entries...)
 		}
 	}
+	j.Purchases = aggregate.Purchases(evs)
 	if s.Cancel != nil {
 		j.Unresolved = s.Cancel.Unresolved
 	}
