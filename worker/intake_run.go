@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,13 +18,20 @@ import (
 )
 
 // Headers of a rejection record on serp.rejected.<reason>. The message body
-// is the command's payload, byte for byte.
+// is the command's payload, byte for byte (its first bytes only, with its
+// size and digest in headers, if the record would otherwise outgrow a
+// message).
 const (
 	HeaderRejectReason   = "Serpent-Reject-Reason"
 	HeaderRejectError    = "Serpent-Reject-Error"
 	HeaderRejectFields   = "Serpent-Reject-Fields"
 	HeaderCommandSubject = "Serpent-Command-Subject"
 	HeaderCommandSeq     = "Serpent-Command-Seq"
+	// HeaderCommandBytes and HeaderCommandSHA256 describe the whole
+	// command when the record keeps only its first bytes (a command too
+	// large for a record with headers of its own).
+	HeaderCommandBytes  = "Serpent-Command-Bytes"
+	HeaderCommandSHA256 = "Serpent-Command-Sha256"
 )
 
 // RunIntake takes schedule commands from a JetStream consumer until ctx
@@ -98,6 +107,13 @@ func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive fu
 func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg, seq uint64, rej *RejectError) error {
 	m := natsgo.NewMsg(snats.RejectSubjectPrefix + rej.Reason)
 	m.Data = msg.Data()
+	if limit := int(js.Conn().MaxPayload()) - rejectHeadroom; len(m.Data) > limit {
+		// The command fitted; the record, with its headers, would not.
+		sum := sha256.Sum256(m.Data)
+		m.Header.Set(HeaderCommandBytes, strconv.Itoa(len(m.Data)))
+		m.Header.Set(HeaderCommandSHA256, hex.EncodeToString(sum[:]))
+		m.Data = m.Data[:max(limit, 0)]
+	}
 	m.Header.Set(HeaderRejectReason, rej.Reason)
 	m.Header.Set(HeaderRejectError, truncate(rej.Msg, 1024))
 	if len(rej.Fields) > 0 {
@@ -111,6 +127,10 @@ func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstre
 	_, err := js.PublishMsg(ctx, m)
 	return err
 }
+
+// rejectHeadroom is what a rejection record keeps free of its command's
+// bytes for its headers (the error and the fields are truncated to fit).
+const rejectHeadroom = 8 << 10
 
 // truncate makes s fit a header value: one line, at most n bytes.
 func truncate(s string, n int) string {

@@ -119,7 +119,7 @@ func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record,
 		return Record{}, err
 	}
 	if _, err := s.kv.Create(ctx, d.ID, data); errors.Is(err, jetstream.ErrKeyExists) {
-		return Record{}, fmt.Errorf("%w: %q", ErrScheduleExists, d.ID)
+		return s.createdBefore(ctx, d)
 	} else if err != nil {
 		return Record{}, fmt.Errorf("schedules: store %q: %w", d.ID, err)
 	}
@@ -130,6 +130,62 @@ func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record,
 	}
 	s.log.Info("schedule created", "schedule", d.ID, "expr", d.Schedule, "next", rec.State.NextSlot)
 	return rec, nil
+}
+
+// createdBefore answers a create whose id is taken. The same definition is
+// the same create again (a redelivered command, a retried request, or one
+// whose timer failed to arm after the record was stored): it succeeds, and
+// arms the timer again. Another definition under that id is refused.
+func (s *Schedules) createdBefore(ctx context.Context, d recurring.Definition) (Record, error) {
+	rec, _, err := s.Get(ctx, d.ID)
+	if err != nil {
+		return Record{}, err
+	}
+	was, _ := json.Marshal(rec.Definition)
+	now, _ := json.Marshal(d)
+	if string(was) != string(now) {
+		return Record{}, fmt.Errorf("%w: %q", ErrScheduleExists, d.ID)
+	}
+	if !rec.State.Paused && !rec.State.NextSlot.IsZero() {
+		if err := s.timers.ArmSchedule(ctx, d.ID, rec.State.NextSlot); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// Sweep arms again the timer of every active schedule that has neither a
+// timer nor a due message waiting (a purged work stream, a timer that
+// failed to arm), for its next slot. It returns how many it armed.
+func (s *Schedules) Sweep(ctx context.Context) (int, error) {
+	work, err := s.js.Stream(ctx, snats.WorkStream)
+	if err != nil {
+		return 0, fmt.Errorf("schedules sweep: %w", err)
+	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rec := range all {
+		id := rec.Definition.ID
+		if rec.State.Paused || rec.State.NextSlot.IsZero() {
+			continue
+		}
+		armed, err := hasMessage(ctx, work, snats.ScheduleTimerPrefix+id, snats.ScheduleDuePrefix+id)
+		if err != nil {
+			return n, fmt.Errorf("schedules sweep: %w", err)
+		}
+		if armed {
+			continue
+		}
+		s.log.Warn("sweep: the schedule had no timer; arming it again", "schedule", id, "at", rec.State.NextSlot)
+		if err := s.timers.ArmSchedule(ctx, id, rec.State.NextSlot); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // Get returns one schedule and its KV revision.

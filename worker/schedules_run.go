@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/recurring"
 )
@@ -58,6 +60,9 @@ func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (
 	}
 	if id == "" {
 		return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New("a schedule id is required")}
+	}
+	if err := events.ValidateJobID(id); err != nil {
+		return nil, &ScheduleError{Reason: ReasonMalformed, Err: fmt.Errorf("schedule id: %s", strings.Replace(err.Error(), "job id", "id", 1))}
 	}
 	switch op {
 	case "pause":

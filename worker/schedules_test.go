@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -187,4 +188,58 @@ func TestScheduleOperations(t *testing.T) {
 	list, err := s.List(ctx)
 	require.NoError(t, err)
 	require.Empty(t, list)
+}
+
+// failOnce are schedule timers whose first arm fails, as a NATS timeout
+// or a crash between storing a schedule and arming it would.
+type failOnce struct {
+	worker.ScheduleTimers
+	failed bool
+}
+
+func (f *failOnce) ArmSchedule(ctx context.Context, id string, at time.Time) error {
+	if !f.failed {
+		f.failed = true
+		return errors.New("nats: timeout")
+	}
+	return f.ScheduleTimers.ArmSchedule(ctx, id, at)
+}
+
+// TestScheduleTimerLostIsArmedAgain: a schedule stored whose timer failed
+// to arm is created again by the same create (a retried request or a
+// redelivered command), which arms it; another definition under its id is
+// still refused. A timer lost later is armed again by the sweep.
+func TestScheduleTimerLostIsArmedAgain(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	timers := &failOnce{ScheduleTimers: snats.NewTimers(l.srv.JS, nil)}
+	s, err := worker.NewSchedules(ctx, l.srv.JS, timers, nil, nil)
+	require.NoError(t, err)
+	def := espresso("hourly", "@hourly")
+	_, err = s.Create(ctx, def)
+	require.Error(t, err, "the record is stored, its timer is not")
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	timer := snats.ScheduleTimerPrefix + def.ID
+	_, err = work.GetLastMsgForSubject(ctx, timer)
+	require.ErrorIs(t, err, jetstream.ErrMsgNotFound)
+
+	rec, err := s.Create(ctx, def)
+	require.NoError(t, err, "the same create again")
+	require.Equal(t, def.ID, rec.Definition.ID)
+	_, err = work.GetLastMsgForSubject(ctx, timer)
+	require.NoError(t, err, "armed")
+	other := espresso("hourly", "@daily")
+	_, err = s.Create(ctx, other)
+	require.ErrorIs(t, err, worker.ErrScheduleExists)
+
+	require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(timer)))
+	n, err := s.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = work.GetLastMsgForSubject(ctx, timer)
+	require.NoError(t, err, "armed again")
+	n, err = s.Sweep(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to repair")
 }

@@ -9,6 +9,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -134,6 +135,9 @@ func parseJobRequest(data []byte) (JobRequest, error) {
 	}
 	if req.JobID == "" {
 		return req, errors.Join(errBadRequest, errors.New("a job id is required"))
+	}
+	if err := events.ValidateJobID(req.JobID); err != nil {
+		return req, errors.Join(errBadRequest, err)
 	}
 	return req, nil
 }

@@ -95,7 +95,12 @@ func terminalEvent(ev events.Event) bool {
 
 // hasWake reports whether a job has a timer or a due message waiting.
 func hasWake(ctx context.Context, work jetstream.Stream, jobID string) (bool, error) {
-	for _, subj := range []string{snats.TimerSubjectPrefix + jobID, snats.WorkSubjectPrefix + jobID} {
+	return hasMessage(ctx, work, snats.TimerSubjectPrefix+jobID, snats.WorkSubjectPrefix+jobID)
+}
+
+// hasMessage reports whether the stream holds a message on any of subjects.
+func hasMessage(ctx context.Context, work jetstream.Stream, subjects ...string) (bool, error) {
+	for _, subj := range subjects {
 		_, err := work.GetLastMsgForSubject(ctx, subj)
 		if err == nil {
 			return true, nil

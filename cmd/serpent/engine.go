@@ -158,7 +158,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	}()
 	go func() {
 		defer wg.Done()
-		f.sweep(ctx, eng, js, log)
+		f.sweep(ctx, eng, schedules, js, log)
 	}()
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = eng.RunFiring(ctx, schedules, firing) }()
@@ -272,8 +272,9 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 	return nc, js, nil
 }
 
-// sweep repairs lost timers at start and then every sweepEvery.
-func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, js jetstream.JetStream, log *slog.Logger) {
+// sweep repairs lost timers, of jobs and of recurring schedules, at start
+// and then every sweepEvery.
+func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, log *slog.Logger) {
 	for {
 		rep, err := eng.Sweep(ctx, js)
 		switch {
@@ -281,6 +282,11 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, js jetstrea
 			log.Warn("sweep for lost timers failed", "err", err)
 		case rep.Rearmed > 0:
 			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed)
+		}
+		if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("sweep for lost schedule timers failed", "err", err)
+		} else if n > 0 {
+			log.Warn("sweep re-armed lost schedule timers", "schedules", n)
 		}
 		if f.sweepEvery <= 0 {
 			return

@@ -90,6 +90,13 @@ func TestUpstreamAndOperatorPaths(t *testing.T) {
 	msg, err = nc.Request(worker.ServicePrefix+".status", []byte("0123456789abcdef0123456789abcdef"), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "404", msg.Header.Get(micro.ErrorCodeHeader))
+	for _, bad := range []string{"Job 1", "a.b", "*"} { // not a job id: the caller's mistake, not the server's
+		for _, op := range []string{".status", ".cancel", ".repurchase"} {
+			msg, err = nc.Request(worker.ServicePrefix+op, []byte(bad), 5*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader), "%s %q", op, bad)
+		}
+	}
 
 	// Operators: a finished job cannot be cancelled; nor bought again.
 	_, err = cli(t, r.natsURL, "cancel", job, "--by", "ops", "--reason", "test")

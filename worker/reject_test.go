@@ -1,0 +1,69 @@
+package worker_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+// TestCommandsThatCannotBeRecordedWhole: commands refused with a payload
+// too large to be copied into a rejection record with its headers, and
+// schedule commands naming an id that is no key, are recorded (the first
+// bytes, with the command's size and digest) and acknowledged, not
+// delivered again for ever.
+func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", worker.Hooks{})
+	l.start(eng, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	schedules, err := worker.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
+	require.NoError(t, err)
+	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
+	require.NoError(t, err)
+	go func() { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) }()
+
+	big := `{"query":"` + strings.Repeat("x", int(l.srv.JS.Conn().MaxPayload())-200) + `"}`
+	l.publish(big)
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.pause", []byte("no such"))
+	require.NoError(t, err)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		got := l.rejections()
+		if got[snats.RejectSubjectPrefix+worker.ReasonTooLarge] != 1 || got[snats.RejectSubjectPrefix+worker.ReasonMalformed] != 1 {
+			return fmt.Errorf("rejections so far: %v", got)
+		}
+		return nil
+	})
+	st, err := l.srv.JS.Stream(ctx, snats.RejectStream)
+	require.NoError(t, err)
+	rec, err := st.GetLastMsgForSubject(ctx, snats.RejectSubjectPrefix+worker.ReasonTooLarge)
+	require.NoError(t, err)
+	sum := sha256.Sum256([]byte(big))
+	require.Equal(t, strconv.Itoa(len(big)), rec.Header.Get(worker.HeaderCommandBytes))
+	require.Equal(t, hex.EncodeToString(sum[:]), rec.Header.Get(worker.HeaderCommandSHA256))
+	require.True(t, strings.HasPrefix(big, string(rec.Data)))
+	require.Less(t, len(rec.Data), len(big))
+	for _, name := range []string{snats.IntakeConsumer, snats.ScheduleAdminConsumer} {
+		c, err := l.srv.JS.Consumer(ctx, snats.CommandStream, name)
+		require.NoError(t, err)
+		natstest.WaitFor(t, 10*time.Second, func() error {
+			ci, err := c.Info(ctx)
+			if err != nil || ci.NumAckPending != 0 {
+				return fmt.Errorf("%s: %d not acknowledged (%v)", name, ci.NumAckPending, err)
+			}
+			return nil
+		})
+	}
+}
