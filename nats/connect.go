@@ -159,6 +159,12 @@ func (c *ConnConfig) env(k string) string {
 	return os.Getenv(k)
 }
 
+// SyncQueueLen is the buffer of each synchronous subscription of serpent's
+// connections. Every batched direct get (a job's load, a gap read) makes
+// one for its replies, at most 1,000 and their end marker; the client's
+// default of 65,536 made each load allocate and clear half a megabyte.
+const SyncQueueLen = 2048
+
 // Connect validates the configuration and connects. The connection
 // reconnects forever, with a growing, jittered delay up to 5 s, and logs
 // disconnects and reconnects.
@@ -177,6 +183,7 @@ func (c *ConnConfig) Connect() (*natsgo.Conn, error) {
 	}
 	opts := []natsgo.Option{
 		natsgo.Name(name),
+		natsgo.SyncQueueLen(SyncQueueLen),
 		natsgo.MaxReconnects(-1),
 		natsgo.CustomReconnectDelay(reconnectDelay),
 		natsgo.DisconnectErrHandler(func(nc *natsgo.Conn, err error) {
