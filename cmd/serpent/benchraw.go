@@ -8,6 +8,8 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // benchRaw is the ceiling: what the server does with bare messages.
@@ -22,7 +24,9 @@ type benchRaw struct {
 }
 
 func benchConnect(url string) (*natsgo.Conn, jetstream.JetStream, error) {
-	nc, err := natsgo.Connect(url, natsgo.Name("serpent bench"))
+	// Buffered like the engine's connections, so the loads the scale phase
+	// times cost what the engine's do.
+	nc, err := natsgo.Connect(url, natsgo.Name("serpent bench"), natsgo.SyncQueueLen(snats.SyncQueueLen))
 	if err != nil {
 		return nil, nil, err
 	}
