@@ -50,7 +50,8 @@ const hold = time.Second
 
 type waitReason struct {
 	reason string
-	since  time.Time
+	since  time.Time // first held back
+	seen   time.Time // last held back
 }
 
 // Reasons a job waits for its account.
@@ -248,6 +249,17 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		l.notWaiting(acct, jobID)
 		return p, nil
 	}
+	budgeted := !resend && (lim.DailyPages > 0 || lim.DailyMicros > 0)
+	if budgeted {
+		// A day's budget spent holds the search back before it takes a
+		// slot or a rate token, which a resend (it cannot buy) may need
+		// to make its key's deadline.
+		if fits, err := l.budgetFits(ctx, acct, lim, pages, now); err != nil {
+			return nil, err
+		} else if !fits {
+			return nil, l.throttle(acct, jobID, WaitBudget, budgetRetry(now))
+		}
+	}
 	if lim.MaxInFlight > 0 {
 		if err := l.waitForSlot(ctx, p, r, lim.MaxInFlight); err != nil {
 			return nil, err
@@ -273,7 +285,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 			return nil, l.throttle(acct, jobID, WaitRate, wait)
 		}
 	}
-	if !resend && (lim.DailyPages > 0 || lim.DailyMicros > 0) {
+	if budgeted {
 		day := accounts.Day(now)
 		fits := false
 		err := l.update(ctx, "spend."+acct+"."+day, func(old []byte) ([]byte, error) {
@@ -293,12 +305,36 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 			if err != nil {
 				return nil, err
 			}
-			return nil, l.throttle(acct, jobID, WaitBudget, 5*time.Second)
+			return nil, l.throttle(acct, jobID, WaitBudget, budgetRetry(now))
 		}
 		p.reserved, p.day = pages, day
 	}
 	l.notWaiting(acct, jobID)
 	return p, nil
+}
+
+// budgetFits reads whether the day's spend leaves room for pages more.
+func (l *Limiter) budgetFits(ctx context.Context, acct string, lim accounts.Limits, pages int, now time.Time) (bool, error) {
+	e, err := l.kv.Get(ctx, "spend."+acct+"."+accounts.Day(now))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return lim.Fits(accounts.Spend{}, pages), nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var s accounts.Spend
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return false, err
+	}
+	return lim.Fits(s, pages), nil
+}
+
+// budgetRetry is how long a search held back by a spent budget waits: ten
+// seconds (a raised limit is seen within them; asking again costs one read,
+// no slot and no rate token), or less if the day ends first.
+func budgetRetry(now time.Time) time.Duration {
+	midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	return max(min(10*time.Second, midnight.Sub(now)), time.Second)
 }
 
 // waitForSlot takes a slot, waiting up to hold for one to free. A normal
@@ -446,14 +482,15 @@ func (p *Permit) release(ctx context.Context) {
 	p.slot = ""
 }
 
-// Refund gives back pages of a day's spend that turned out not to be
-// bought (a reconciliation that found no charge).
-func (l *Limiter) Refund(ctx context.Context, account string, pages int) {
+// Refund gives back pages of the spend of the day of at that turned out
+// not to be bought (a reconciliation that found no charge); at is when
+// they were reserved, the key's first send.
+func (l *Limiter) Refund(ctx context.Context, account string, pages int, at time.Time) {
 	acct := accountKey(account)
 	if lim := l.Limits(account); lim.DailyPages == 0 && lim.DailyMicros == 0 {
 		return
 	}
-	(&Permit{l: l, account: acct, day: accounts.Day(l.now()), price: l.Limits(account).Price()}).adjust(ctx, -pages)
+	(&Permit{l: l, account: acct, day: accounts.Day(at), price: l.Limits(account).Price()}).adjust(ctx, -pages)
 }
 
 // Pause holds the whole account back until the given time: the API said

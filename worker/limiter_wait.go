@@ -26,11 +26,12 @@ func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
 		jobs = map[string]waitReason{}
 		l.waiting[acct] = jobs
 	}
-	since := l.now()
+	now := l.now()
+	since := now
 	if w, ok := jobs[jobID]; ok {
 		since = w.since
 	}
-	jobs[jobID] = waitReason{reason: reason, since: since}
+	jobs[jobID] = waitReason{reason: reason, since: since, seen: now}
 	return &ThrottledError{Account: acct, Reason: reason, For: d}
 }
 
@@ -53,7 +54,7 @@ func (l *Limiter) WaitedFor(account, jobID string) time.Duration {
 // publishWaiting writes this worker's waiting jobs every few seconds, so
 // status views can show who waits for what over every process. A job not
 // seen held back for a while is forgotten (it went on, or another worker
-// has it).
+// has it); one held back again and again keeps how long it has waited.
 func (l *Limiter) publishWaiting(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
@@ -63,23 +64,7 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		now := l.now()
-		l.mu.Lock()
-		values := map[string]WaitingValue{}
-		for acct, jobs := range l.waiting {
-			v := WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
-			for job, w := range jobs {
-				if now.Sub(w.since) > 10*time.Minute {
-					delete(jobs, job)
-					continue
-				}
-				v.Jobs++
-				v.ByReason[w.reason]++
-			}
-			values[acct] = v
-		}
-		l.mu.Unlock()
-		for acct, v := range values {
+		for acct, v := range l.snapshotWaiting(l.now()) {
 			data, err := json.Marshal(v)
 			if err == nil {
 				_, err = l.kv.Put(ctx, "wait."+acct+"."+keyToken(l.worker), data)
@@ -89,6 +74,27 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// snapshotWaiting counts the jobs held back per account and reason,
+// forgetting those not held back for ten minutes.
+func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	values := map[string]WaitingValue{}
+	for acct, jobs := range l.waiting {
+		v := WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
+		for job, w := range jobs {
+			if now.Sub(w.seen) > 10*time.Minute {
+				delete(jobs, job)
+				continue
+			}
+			v.Jobs++
+			v.ByReason[w.reason]++
+		}
+		values[acct] = v
+	}
+	return values
 }
 
 // keyToken makes a worker name usable as one KV key token.

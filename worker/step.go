@@ -200,6 +200,10 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 			permit.Unused(context.WithoutCancel(ctx))
 		}
 	}()
+	keepReservation := func() {
+		sentOut = true
+		permit.Done(context.WithoutCancel(ctx), false, false, 0) // the slot back, the reservation kept
+	}
 	evs, err := e.decider.Decide(s, aggregate.Due{Worker: e.cfg.Name}, e.cfg.Now(), e.cfg.IDs)
 	switch {
 	case errors.Is(err, aggregate.ErrNotDue), errors.Is(err, aggregate.ErrLeased), errors.Is(err, aggregate.ErrMustReconcile):
@@ -226,6 +230,9 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		return known{}, nil // another worker got there first
 	}
 	if err != nil {
+		if errors.Is(err, store.ErrUnknownOutcome) {
+			keepReservation() // the claim may be in the log
+		}
 		return known{}, fmt.Errorf("job %s: append claim: %w", jobID, err)
 	}
 	k = after(s, ver, evs)
@@ -243,6 +250,10 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	// could still run when the lease ends (see sendBy).
 	if now, by := e.cfg.Now(), sendBy(api, sent, s.Policy.Lease.D()); !now.Before(by) || !now.Before(sent.Deadline) {
 		log.Warn("claim too old for the request to leave; not sending", "send_by", by, "lease_until", sent.LeaseUntil, "deadline", sent.Deadline)
+		// The claim is in the log: the key's next send counts as a
+		// resend, which the budget does not hold back, so the page
+		// reserved for it stays reserved (as after a crash here).
+		keepReservation()
 		return known{}, nil
 	}
 	if aggregate.BodyHash(s.Body) != s.BodySHA256 {
@@ -441,10 +452,11 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	}
 	rec := evs[0].Data.(events.Reconciled)
 	e.jobLog(s.JobID, s).Info("reconciled", "verdict", rec.Verdict, "charges", rec.Charges, "keys", len(q.Keys))
-	if rec.Verdict == aggregate.VerdictNotCharged && e.cfg.Limiter != nil {
-		// The key's first send was counted against the day's budget in
-		// case it bought; it did not.
-		e.cfg.Limiter.Refund(context.WithoutCancel(ctx), s.Account, accounts.PagesFor(s.Search.Limit))
+	if cur, ok := s.Current(); ok && rec.Verdict == aggregate.VerdictNotCharged && e.cfg.Limiter != nil {
+		// The key's first send was counted against its day's budget in
+		// case it bought; it did not. That day, not today: a key sent
+		// late in a day is reconciled in the next.
+		e.cfg.Limiter.Refund(context.WithoutCancel(ctx), s.Account, accounts.PagesFor(s.Search.Limit), cur.FirstSend)
 	}
 	return after(s, ver, evs), e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
 }

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/store"
 	"github.com/serpent-engine/serpent/store/memstore"
@@ -458,4 +461,50 @@ func TestStaleLoadDoesNotDropTheWakeUp(t *testing.T) {
 
 	_, err = eng.Step(context.Background(), "no-such-job", nil)
 	require.ErrorIs(t, err, worker.ErrNoSuchJob, "the leader agrees there is none")
+}
+
+// TestUnsentClaimKeepsItsBudget: a claim stored but not sent (it grew too
+// old) keeps the page its budget reserved: the key's next send counts as a
+// resend, which the budget does not hold back, and it may buy.
+func TestUnsentClaimKeepsItsBudget(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	require.NoError(t, worker.SetLimits(ctx, srv.JS, "", accounts.Limits{DailyPages: 5}))
+	lim, err := worker.NewLimiter(ctx, srv.JS, "w", 2*time.Minute, e.clock.Now, nil)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if lim.Limits("").DailyPages != 5 {
+			return fmt.Errorf("limits not seen yet")
+		}
+		return nil
+	})
+	var once sync.Once
+	eng, err := worker.New(worker.Config{Name: "w", Store: e.store, API: timedAPI{e.api, 100 * time.Second}, Timers: e.timers,
+		Limiter: lim, Now: e.clock.Now, ReconcileRetry: time.Minute, Hooks: worker.Hooks{AfterClaim: func(string) error {
+			once.Do(func() { e.clock.Add(21 * time.Second) }) // too late to send
+			return nil
+		}}})
+	require.NoError(t, err)
+	spent := func() int {
+		st, err := worker.AccountStatuses(ctx, srv.JS, e.clock.Now())
+		require.NoError(t, err)
+		for _, a := range st {
+			if a.Account == "default" {
+				return a.SpentToday.Pages
+			}
+		}
+		return 0
+	}
+	job := e.schedule(eng)
+	_, err = eng.Step(ctx, job, nil)
+	require.NoError(t, err)
+	require.Zero(t, e.api.sendCount(), "not sent")
+	require.Equal(t, 1, spent(), "its page stays reserved")
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Equal(t, 1, e.api.sendCount())
+	require.Equal(t, 1, spent(), "one page bought, one counted")
 }

@@ -1,0 +1,125 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/accounts"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+)
+
+type budgetClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *budgetClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *budgetClock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// budgetLimiter is a limiter on a fresh server with the default account's
+// limits set, on a clock the test moves.
+func budgetLimiter(t *testing.T, lim accounts.Limits, clk *budgetClock) *Limiter {
+	t.Helper()
+	ctx := context.Background()
+	srv := natstest.RunServer(t)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	require.NoError(t, SetLimits(ctx, srv.JS, "", lim))
+	l, err := NewLimiter(ctx, srv.JS, "w", 2*time.Minute, clk.now, nil)
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if l.Limits("") != lim {
+			return fmt.Errorf("limits not seen yet")
+		}
+		return nil
+	})
+	return l
+}
+
+func spentOn(t *testing.T, l *Limiter, day string) int {
+	t.Helper()
+	e, err := l.kv.Get(context.Background(), "spend.default."+day)
+	if err != nil {
+		return 0
+	}
+	var s accounts.Spend
+	require.NoError(t, json.Unmarshal(e.Value(), &s))
+	return s.Pages
+}
+
+// TestRefundLandsOnTheReservationsDay: a key sent just before midnight
+// whose outcome stays unknown is reconciled in the next day; finding no
+// charge gives its page back to the day it was reserved on, not to the
+// next day, whose budget it would otherwise stretch.
+func TestRefundLandsOnTheReservationsDay(t *testing.T) {
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 23, 58, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{DailyPages: 1}, clk)
+	ctx := context.Background()
+	p, err := l.Acquire(ctx, Request{JobID: "a", Pages: 1})
+	require.NoError(t, err)
+	sentAt := clk.now()
+	p.Done(ctx, false, false, 0) // unknown: the page stays reserved
+	clk.add(10 * time.Minute)    // the next day
+	p, err = l.Acquire(ctx, Request{JobID: "b", Pages: 1})
+	require.NoError(t, err)
+	p.Done(ctx, true, true, 1) // the new day's page
+	clk.add(5 * time.Minute)
+	l.Refund(ctx, "", 1, sentAt) // a's key reconciled: not charged
+	require.Equal(t, 0, spentOn(t, l, "2026-03-01"))
+	require.Equal(t, 1, spentOn(t, l, "2026-03-02"))
+	_, err = l.Acquire(ctx, Request{JobID: "c", Pages: 1})
+	var te *ThrottledError
+	require.ErrorAs(t, err, &te, "the new day's budget is spent")
+	require.Equal(t, WaitBudget, te.Reason)
+}
+
+// TestSpentBudgetTakesNoRateToken: a search the day's budget holds back
+// takes neither a rate token nor a slot, so a resend (which cannot buy)
+// still gets the rate it needs to make its key's deadline; it asks again
+// after ten seconds, or when the day ends.
+func TestSpentBudgetTakesNoRateToken(t *testing.T) {
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{RatePerSec: 1, Burst: 1, DailyPages: 1, MaxInFlight: 1}, clk)
+	ctx := context.Background()
+	p, err := l.Acquire(ctx, Request{JobID: "a", Pages: 1})
+	require.NoError(t, err)
+	p.Done(ctx, true, true, 1)
+	clk.add(1100 * time.Millisecond)
+	_, err = l.Acquire(ctx, Request{JobID: "b", Pages: 1})
+	var te *ThrottledError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, WaitBudget, te.Reason)
+	require.Equal(t, 10*time.Second, te.For)
+	p, err = l.Acquire(ctx, Request{JobID: "c", Resend: true, Pages: 1})
+	require.NoError(t, err, "the resend has its token and its slot")
+	p.Done(ctx, false, true, 0)
+
+	clk.add(12*time.Hour - 1100*time.Millisecond - 5*time.Second) // 5 s before midnight
+	_, err = l.Acquire(ctx, Request{JobID: "d", Pages: 1})
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 5*time.Second, te.For, "until the day ends")
+}
+
+// TestLongWaitKeepsItsAge: a job held back again and again for more than
+// ten minutes keeps how long it has waited (its claim to go first), while
+// one no longer held back is forgotten.
+func TestLongWaitKeepsItsAge(t *testing.T) {
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{DailyPages: 1}, clk)
+	_ = l.throttle("default", "held", WaitBudget, time.Second)
+	_ = l.throttle("default", "gone", WaitBudget, time.Second)
+	for range 11 {
+		clk.add(time.Minute)
+		_ = l.throttle("default", "held", WaitBudget, time.Second)
+		l.snapshotWaiting(clk.now())
+	}
+	require.Equal(t, 11*time.Minute, l.WaitedFor("", "held"))
+	require.Zero(t, l.WaitedFor("", "gone"), "not held back for ten minutes: forgotten")
+}
