@@ -56,6 +56,10 @@ type jobTally struct {
 	status      aggregate.Status
 	purchases   int
 	repurchases int
+	// charged is the most charges one reconciliation of the job found: a
+	// reconciliation looks up every key the job sent, so that is every
+	// charge found so far, and a later one adds only what it finds more.
+	charged int
 }
 
 // doubled reports whether the job's log shows more purchases than one plus
@@ -116,10 +120,11 @@ var packedStatuses = [...]aggregate.Status{aggregate.StatusNew, aggregate.Status
 var _ [16 - len(packedStatuses)]struct{}
 
 // pack returns j in a byte, or false if it does not fit: a status not in
-// packedStatuses, or more than 3 purchases or re-purchases.
+// packedStatuses, more than 3 purchases or re-purchases, or charges found
+// by a reconciliation (rare: such jobs are kept wide).
 func pack(j jobTally) (packedJob, bool) {
 	code := slices.Index(packedStatuses[:], j.status)
-	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 {
+	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 || j.charged != 0 {
 		return 0, false
 	}
 	return packedJob(code | j.purchases<<4 | j.repurchases<<6), true
@@ -293,9 +298,7 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 			t.c.Sends[string(aggregate.ClassFailure)]++ // so is a confirmed failure
 		}
 	}
-	if j.count(e) {
-		t.c.Purchases++
-	}
+	t.c.Purchases += uint64(j.count(e))
 	if now := j.doubled(); now != wasDoubled {
 		if now {
 			t.c.DoubleCharges++
@@ -337,22 +340,24 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 	return true
 }
 
-// count adds what e says of the job's purchases to j, and reports whether
-// e is a purchase.
-func (j *jobTally) count(e events.Event) bool {
+// count adds what e says of the job's purchases to j, and returns how
+// many purchases e adds: a stored observation one, a reconciliation the
+// charges it found that no earlier one of the job had.
+func (j *jobTally) count(e events.Event) int {
 	switch d := e.Data.(type) {
 	case events.Reconciled:
-		if d.Verdict == aggregate.VerdictCharged {
-			j.purchases++
-			return true
+		if n := max(d.Charges, len(d.Entries), 1); d.Verdict == aggregate.VerdictCharged && n > j.charged {
+			more := n - j.charged
+			j.purchases, j.charged = j.purchases+more, n
+			return more
 		}
 	case events.ObservationStored:
 		j.purchases++
-		return true
+		return 1
 	case events.RepurchaseAuthorized:
 		j.repurchases++
 	}
-	return false
+	return 0
 }
 
 // replayJob is where a job stood before its event of version before, from

@@ -27,6 +27,7 @@ type modelJob struct {
 	since       time.Time
 	purchases   int
 	repurchases int
+	charged     int // the most charges one reconciliation found
 }
 
 func (j *modelJob) doubled() bool { return j.purchases > 1+j.repurchases }
@@ -58,9 +59,10 @@ func (t *modelTally) Apply(r projections.Record) {
 		t.c.Rotations[d.Reason]++
 	case events.Reconciled:
 		t.c.Reconciliations[d.Verdict]++
-		if d.Verdict == aggregate.VerdictCharged {
-			t.c.Purchases++
-			j.purchases++
+		if n := max(d.Charges, len(d.Entries), 1); d.Verdict == aggregate.VerdictCharged && n > j.charged {
+			t.c.Purchases += uint64(n - j.charged)
+			j.purchases += n - j.charged
+			j.charged = n
 		}
 		for _, en := range d.Entries {
 			t.c.ChargedPages += uint64(max(en.BilledPages, 0))

@@ -53,6 +53,13 @@ func TestTallyCountsTheLog(t *testing.T) {
 				require.Equal(t, 1, c.DoubleCharges)
 				require.EqualValues(t, 6, c.Purchases)
 			}},
+		{"a reconciliation that found two charges", append(append([]projections.Record{}, recs...), projections.Record{Seq: uint64(len(recs) + 1),
+			Event: events.Event{JobID: "0123456789abcdef0123456789abcdef", Version: 1, Data: events.Reconciled{
+				Verdict: aggregate.VerdictCharged, Charges: 2, Entries: []events.LedgerEntry{{RequestID: "r1", Key: "k1"}, {RequestID: "r2", Key: "k2"}}}}}),
+			func(t *testing.T, c metrics.Counts) {
+				require.Equal(t, 1, c.DoubleCharges, "two charges for one job")
+				require.EqualValues(t, 5+2, c.Purchases)
+			}},
 		{"events seen again count once", append(append([]projections.Record{}, recs...), recs...), func(t *testing.T, c metrics.Counts) {
 			require.EqualValues(t, 5, c.Purchases)
 			require.Equal(t, 4, c.Jobs[aggregate.StatusSucceeded])

@@ -102,8 +102,8 @@ type JobLedger struct {
 	Sends   int      `json:"sends"`
 	Replays int      `json:"replays"`
 	// Purchases counts what the log says was bought: the stored
-	// observation and every charge a reconciliation found
-	// (charged_no_result). More than 1 + RepurchasesAuthorized breaks a
+	// observation and every distinct charge the reconciliations found
+	// (charged_no_result), as aggregate.Purchases counts them. More than 1 + RepurchasesAuthorized breaks a
 	// promise; the audit reports it.
 	Purchases             int `json:"purchases"`
 	RepurchasesAuthorized int `json:"repurchases_authorized"`
@@ -142,11 +142,18 @@ func (j *JobLedger) apply(r Record) {
 			j.Replays++
 		}
 	case events.Reconciled:
-		if d.Verdict == aggregate.VerdictCharged {
-			j.Purchases++
-		}
+		before := len(j.Charges)
 		for _, en := range d.Entries {
 			j.Charges = appendCharge(j.Charges, en)
+		}
+		switch {
+		case d.Verdict != aggregate.VerdictCharged:
+		case len(d.Entries) == 0:
+			j.Purchases++ // a charge recorded without its entries
+		default:
+			// Every charge found that no earlier reconciliation had (a
+			// later one looks up the earlier keys again).
+			j.Purchases += len(j.Charges) - before
 		}
 	case events.RepurchaseAuthorized:
 		j.RepurchasesAuthorized++
