@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,7 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 	defer cancelWork()
 	slots := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
+	var ended error
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -72,6 +74,11 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 		msg, err := it.Next()
 		if err != nil {
 			<-slots
+			if ctx.Err() == nil && errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				// Not stopped by us: the consumer went away (deleted, its
+				// stream recreated). Nothing more will come; say so.
+				ended = fmt.Errorf("%w: %s", ErrConsumerGone, consumerName(cons))
+			}
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				break
 			}
@@ -96,8 +103,19 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 		cancelWork()
 		<-done
 	}
-	return nil
+	return ended
 }
+
+func consumerName(cons jetstream.Consumer) string {
+	if ci := cons.CachedInfo(); ci != nil {
+		return ci.Name
+	}
+	return "?"
+}
+
+// ErrConsumerGone: a loop's consumer stopped delivering for good (it was
+// deleted, or its stream was made again) while the loop still ran.
+var ErrConsumerGone = errors.New("worker: the consumer is gone")
 
 // Limits of handing a delivery back instead of arming a timer.
 const (

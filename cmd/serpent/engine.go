@@ -146,28 +146,57 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	say("worker %s ready with %d slots; publish schedule commands on %s", eng.Name(), f.workers, snats.ScheduleSubject)
 
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		_ = eng.RunIntake(ctx, js, intake, f.intakeConc)
-	}()
-	go func() {
-		defer wg.Done()
-		_ = eng.Run(ctx, work, worker.RunOptions{Concurrency: f.workers, Grace: f.grace})
-	}()
-	go func() {
-		defer wg.Done()
-		f.sweep(ctx, eng, schedules, js, log)
-	}()
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.RunFiring(ctx, schedules, firing) }()
-	go func() { defer wg.Done(); _ = eng.RunScheduleCommands(ctx, schedules, js, scheduleCmds) }()
-	if proj != nil {
+	// The loops run until ctx ends. One that ends on its own (its consumer
+	// was deleted, say) stops the engine with an error, so a supervisor
+	// starts it again, rather than leaving a process that looks ready and
+	// does nothing.
+	loops, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped error
+	)
+	loop := func(name string, run func(context.Context) error) {
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = proj.Run(ctx) }()
+		go func() {
+			defer wg.Done()
+			err := run(loops)
+			if loops.Err() != nil {
+				return // asked to stop
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				err = errors.New("it returned on its own")
+			}
+			if stopped == nil {
+				stopped = fmt.Errorf("the %s loop ended: %w", name, err)
+				log.Error("stopping: a loop ended on its own", "loop", name, "err", err)
+			}
+			stopLoops()
+		}()
 	}
+	loop("intake", func(ctx context.Context) error { return eng.RunIntake(ctx, js, intake, f.intakeConc) })
+	loop("work", func(ctx context.Context) error {
+		return eng.Run(ctx, work, worker.RunOptions{Concurrency: f.workers, Grace: f.grace})
+	})
+	loop("schedule firing", func(ctx context.Context) error { return eng.RunFiring(ctx, schedules, firing) })
+	loop("schedule command", func(ctx context.Context) error {
+		return eng.RunScheduleCommands(ctx, schedules, js, scheduleCmds)
+	})
+	if proj != nil {
+		loop("projection", proj.Run)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.sweep(loops, eng, schedules, js, log)
+	}()
 	wg.Wait()
+	if stopped != nil {
+		return stopped
+	}
 	say("stopped")
 	return nil
 }

@@ -221,3 +221,36 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	_ = jetstream.ErrMsgNotFound
 }
+
+// TestRunStopsWhenALoopEnds: a loop whose consumer is deleted under it
+// stops serpent run with an error naming it, rather than leaving a
+// process that answers ready and does no work.
+func TestRunStopsWhenALoopEnds(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "",
+			"--log-level", "error"}, func(string) string { return "" }, stdout, stderr)
+	}()
+	natsRE := regexp.MustCompile(`JetStream at (nats://\S+)`)
+	var url string
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		if m := natsRE.FindStringSubmatch(stdout.String()); m != nil && bytes.Contains([]byte(stdout.String()), []byte("ready with")) {
+			url = m[1]
+			return nil
+		}
+		return fmt.Errorf("not ready yet")
+	})
+	_, js := natstest.Connect(t, url)
+	require.NoError(t, js.DeleteConsumer(context.Background(), snats.WorkStream, snats.WorkConsumer))
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "the work loop ended")
+		require.ErrorIs(t, err, worker.ErrConsumerGone)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serpent run went on without its work loop")
+	}
+}
