@@ -180,15 +180,9 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 	if in.Status == 200 && len(in.Result) == 0 {
 		return invalid("a 200 without a decoded result is an unknown outcome, not a success")
 	}
-	rule := t.Classify(in.Status, in.Code)
+	rule := t.Decision(in.Status, in.Code, in.Try)
 	if !rule.Class.Definite() && s.Status != StatusSending {
 		return ErrStaleOutcome
-	}
-	if rule.Class == ClassRateLimited && rule.Action == ActionRetryNewKey && in.Try > 1 {
-		// A 429 says this request did not run; an earlier send of the
-		// key, whose answer was lost or said "in progress", may have run
-		// and been billed. The key is not settled: send it again.
-		rule.Action = ActionRetrySameKey
 	}
 	classified := events.OutcomeClassified{
 		Key: in.Key, Try: in.Try, Status: in.Status, Code: in.Code, Unknown: in.Unknown,

@@ -106,6 +106,26 @@ func (t Table) Classify(status int, code string) Rule {
 	return d
 }
 
+// Decision is the row an outcome of a key's try-th send acts on: its
+// row, except that a 429 on a resend keeps the key. A 429 says only that
+// this request did not run; an earlier send of the key, whose answer was
+// lost or said "in progress", may have run and been billed, so the key is
+// not settled and goes again.
+func (t Table) Decision(status int, code string, try int) Rule {
+	r := t.Classify(status, code)
+	if r.Class == ClassRateLimited && r.Action == ActionRetryNewKey && try > 1 {
+		r.Action = ActionRetrySameKey
+	}
+	return r
+}
+
+// Settles reports whether acting on r settles the key: its outcome is
+// definite and the key is not sent again. A lost response (charged) is
+// settled only by the billing ledger.
+func (r Rule) Settles() bool {
+	return r.Class.Definite() && r.Class != ClassReplayUnavailable && r.Action != ActionRetrySameKey
+}
+
 // With returns a copy of the table where each given row replaces the row with
 // the same status and code, or is added.
 func (t Table) With(rows ...Rule) Table {

@@ -228,6 +228,10 @@ type Request struct {
 	High bool
 	// Pages is what the search may bill.
 	Pages int
+	// FirstSend is when a resend's key was first sent: the day its pages
+	// were reserved on. They stay reserved while the key's outcome is
+	// unknown, and the resend's answer settles them (Permit.Done).
+	FirstSend time.Time
 }
 
 // Acquire asks to start one search. When the account has no free slot the
@@ -271,14 +275,14 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		lim, pause = l.limits[acct], l.pauses[acct]
 		l.mu.Unlock()
 		if now.Before(pause) {
-			p.release(ctx)
+			p.release(context.WithoutCancel(ctx))
 			return nil, l.throttle(acct, jobID, WaitPaused, pause.Sub(now))
 		}
 	}
 	if lim.RatePerSec > 0 {
 		wait, err := l.takeRate(ctx, acct, lim, now)
 		if err != nil || wait > 0 {
-			p.release(ctx)
+			p.release(context.WithoutCancel(ctx))
 			if err != nil {
 				return nil, err
 			}
@@ -301,13 +305,17 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 			return json.Marshal(s.Add(pages, lim.Price()))
 		})
 		if err != nil || !fits {
-			p.release(ctx)
+			p.release(context.WithoutCancel(ctx))
 			if err != nil {
 				return nil, err
 			}
 			return nil, l.throttle(acct, jobID, WaitBudget, budgetRetry(now))
 		}
 		p.reserved, p.day = pages, day
+	}
+	if resend && !r.FirstSend.IsZero() && (lim.DailyPages > 0 || lim.DailyMicros > 0) {
+		// The key's first send reserved its pages; this answer settles them.
+		p.reserved, p.day = pages, accounts.Day(r.FirstSend)
 	}
 	l.notWaiting(acct, jobID)
 	return p, nil

@@ -123,3 +123,39 @@ func TestLongWaitKeepsItsAge(t *testing.T) {
 	require.Equal(t, 11*time.Minute, l.WaitedFor("", "held"))
 	require.Zero(t, l.WaitedFor("", "gone"), "not held back for ten minutes: forgotten")
 }
+
+// TestResendSettlesItsKeysPages: the pages a key's first send reserved
+// stay reserved while its outcome is unknown; the answer a resend of the
+// key gets settles them: given back when nothing was bought, made exact
+// when something was, kept when it is still unknown.
+func TestResendSettlesItsKeysPages(t *testing.T) {
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{DailyPages: 2}, clk)
+	ctx := context.Background()
+	day := accounts.Day(clk.now())
+	first := clk.now()
+
+	p, err := l.Acquire(ctx, Request{JobID: "a", Pages: 1})
+	require.NoError(t, err)
+	p.Done(ctx, false, false, 0) // unknown: kept
+	require.Equal(t, 1, spentOn(t, l, day))
+	p, err = l.Acquire(ctx, Request{JobID: "a", Resend: true, Pages: 1, FirstSend: first})
+	require.NoError(t, err)
+	p.Done(ctx, false, false, 0) // unknown again: still kept
+	require.Equal(t, 1, spentOn(t, l, day))
+	p, err = l.Acquire(ctx, Request{JobID: "a", Resend: true, Pages: 1, FirstSend: first})
+	require.NoError(t, err)
+	p.Done(ctx, false, true, 0) // a replayed 408: nothing was bought
+	require.Equal(t, 0, spentOn(t, l, day))
+
+	p, err = l.Acquire(ctx, Request{JobID: "a", Pages: 1}) // the new key
+	require.NoError(t, err)
+	p.Done(ctx, false, false, 0)
+	p, err = l.Acquire(ctx, Request{JobID: "a", Resend: true, Pages: 1, FirstSend: clk.now()})
+	require.NoError(t, err)
+	p.Done(ctx, true, true, 1) // a replayed 200: one page bought in all
+	require.Equal(t, 1, spentOn(t, l, day))
+	p, err = l.Acquire(ctx, Request{JobID: "b", Pages: 1})
+	require.NoError(t, err, "the second page of the budget is free")
+	p.Unused(ctx)
+}

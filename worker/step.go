@@ -186,7 +186,8 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	var permit *Permit
 	if e.cfg.Limiter != nil {
 		cur, _ := s.Current()
-		req := Request{Account: s.Account, JobID: jobID, Resend: cur.Sent(), High: e.urgent(s), Pages: accounts.PagesFor(s.Search.Limit)}
+		req := Request{Account: s.Account, JobID: jobID, Resend: cur.Sent(), High: e.urgent(s), Pages: accounts.PagesFor(s.Search.Limit),
+			FirstSend: cur.FirstSend}
 		if permit, err = e.cfg.Limiter.Acquire(ctx, req); err != nil {
 			if k, perr := storePrefix(); perr != nil {
 				return k, perr
@@ -271,10 +272,9 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 			until := e.cfg.Now().Add(min(res.RetryAfter, s.Policy.RetryAfterMax.D()))
 			e.cfg.Limiter.Pause(context.WithoutCancel(ctx), s.Account, until, fmt.Sprintf("HTTP %d %s", res.Status, res.Code))
 		}
-		class := e.decider.Table.Classify(out.Status, out.Code).Class
-		billed := class == aggregate.ClassSuccess && out.Pages > 0
-		definite := class.Definite() && class != aggregate.ClassReplayUnavailable
-		defer permit.Done(context.WithoutCancel(ctx), billed, definite, out.Pages)
+		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try)
+		billed := rule.Class == aggregate.ClassSuccess && out.Pages > 0
+		defer permit.Done(context.WithoutCancel(ctx), billed, rule.Settles(), out.Pages)
 	}
 	level := slog.LevelInfo
 	if res.OK() && !res.Replayed {
