@@ -168,3 +168,22 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.Contains(t, rec.Body.String(), "FAIL projection lag 1 events: 1 events to apply, more than --ready-max-lag 0")
 	require.Contains(t, rec.Body.String(), "ok   stream SERP_WORK")
 }
+
+// TestStatusPageWithoutProjections: with no projection runner anywhere
+// there is no lag to read; the page still tells when its figures have
+// counted the whole log, rather than saying for ever that they grow.
+func TestStatusPageWithoutProjections(t *testing.T) {
+	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--projections=false", "--log-level", "warn")
+	base := r.opsURL(t)
+	_, js := natstest.Connect(t, r.natsURL)
+	publishJobs(t, js, "noproj", 3)
+	waitFinished(t, base, 3)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		_, page := get(t, base+"/")
+		if strings.Contains(page, "Still counting") {
+			return fmt.Errorf("the page still says it is counting")
+		}
+		return nil
+	})
+}

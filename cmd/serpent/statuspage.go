@@ -15,6 +15,7 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/metrics"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/worker"
@@ -138,6 +139,11 @@ func (s *opsServer) collectStatus(ctx context.Context, now time.Time) statusData
 	switch {
 	case err != nil:
 		d.Notes = append(d.Notes, "projection lag unknown: "+err.Error())
+		// No projections to ask (none run anywhere, say): the log's end
+		// tells whether the figures are complete.
+		if st, serr := s.js.Stream(ctx, snats.EventStream); serr == nil {
+			d.Counted = d.Counts.Seq >= st.CachedInfo().State.LastSeq
+		}
 	default:
 		d.Counted = d.Counts.Seq >= lag.Last
 		d.Lag = fmt.Sprintf("%d events, %s behind", lag.Pending, lag.Behind.Round(time.Millisecond))
