@@ -133,7 +133,8 @@ func (c *ConnConfig) urls() []string {
 func checkURL(raw string) error {
 	if !strings.Contains(raw, "://") {
 		if _, _, err := net.SplitHostPort(raw); err != nil && !strings.Contains(err.Error(), "missing port") {
-			return fmt.Errorf("server address %q: %w", redactURL(raw), err)
+			// Not the parser's words: they repeat the address, secrets and all.
+			return fmt.Errorf("server address %q is not host:port or a nats:// URL", redactURL(raw))
 		}
 		return nil
 	}

@@ -221,6 +221,15 @@ func TestSecretsAreRedacted(t *testing.T) {
 	_, err := bad.Connect()
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2")
+	// Nor a malformed address's error, nor a URL printed for the user.
+	for _, addr := range []string{"alice:pa:ss@host:4222", "tok3n@host:4222:1"} {
+		c := nats.ConnConfig{URLs: []string{addr}}
+		_, err = c.Connect()
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "pa:ss")
+		require.NotContains(t, err.Error(), "tok3n")
+	}
+	require.Equal(t, "nats://[REDACTED]@n2:4222", nats.RedactURL("nats://tok3n@n2:4222"))
 }
 
 func TestFlagsOverrideEnv(t *testing.T) {

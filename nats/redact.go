@@ -57,6 +57,10 @@ func (c ConnConfig) attrs() []slog.Attr {
 
 // redactURL hides the user information of URLs (a user and password, or a
 // token in the user's place); it takes a comma-separated list too.
+// RedactURL is raw (one URL or a comma-separated list) with any user,
+// password or token replaced, for printing.
+func RedactURL(raw string) string { return redactURL(raw) }
+
 func redactURL(raw string) string {
 	parts := strings.Split(raw, ",")
 	for i, p := range parts {

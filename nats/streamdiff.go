@@ -37,7 +37,14 @@ var streamFields = []streamField{
 	{name: "retention", show: func(c jetstream.StreamConfig) string { return c.Retention.String() },
 		destructive: always, apply: func(d *jetstream.StreamConfig, s jetstream.StreamConfig) { d.Retention = s.Retention }},
 	{name: "replicas", show: func(c jetstream.StreamConfig) string { return fmt.Sprint(max(c.Replicas, 1)) },
-		apply: func(d *jetstream.StreamConfig, s jetstream.StreamConfig) { d.Replicas = s.Replicas }},
+		// Fewer copies of a paid ledger is not a change to make on a
+		// restart's flags: an operator scales a stream down by hand.
+		destructive: func(have, want jetstream.StreamConfig) bool { return max(want.Replicas, 1) < max(have.Replicas, 1) },
+		apply:       func(d *jetstream.StreamConfig, s jetstream.StreamConfig) { d.Replicas = s.Replicas }},
+	// An async persist mode acknowledges writes before they are synced, on
+	// a server that syncs every write; the server cannot change it.
+	{name: "persist_mode", show: func(c jetstream.StreamConfig) string { return c.PersistMode.String() },
+		destructive: always, apply: func(d *jetstream.StreamConfig, s jetstream.StreamConfig) { d.PersistMode = s.PersistMode }},
 	limitField("max_age", func(c jetstream.StreamConfig) int64 { return int64(c.MaxAge) },
 		func(d *jetstream.StreamConfig, s jetstream.StreamConfig) { d.MaxAge = s.MaxAge }),
 	limitField("max_bytes", func(c jetstream.StreamConfig) int64 { return c.MaxBytes },

@@ -296,7 +296,7 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 	}
 	*cleanup = append(*cleanup, func() { _ = nc.Drain() })
 	if len(f.nats.conn.URLs) > 0 && f.nats.conn.URLs[0] != nc.ConnectedUrl() {
-		say("connected to NATS at %s", nc.ConnectedUrlRedacted())
+		say("connected to NATS at %s", snats.RedactURL(nc.ConnectedUrl())) // ConnectedUrlRedacted keeps a token
 	}
 	return nc, js, nil
 }
