@@ -201,17 +201,28 @@ func (c cron) dayMatches(t time.Time) bool {
 func (c cron) Next(after time.Time) time.Time {
 	t := after.In(c.loc).Truncate(time.Second).Add(time.Second)
 	limit := t.AddDate(5, 0, 0)
+	// jump moves t to next, a wall time computed with time.Date. A wall
+	// time a daylight saving change skips comes out as an earlier instant
+	// where the zone's offset is negative (Go moves it back by the gap):
+	// then t goes on by a minute of real time instead, so it always moves
+	// forward and the checks below see the hours after the gap.
+	jump := func(next time.Time) {
+		if !next.After(t) {
+			next = t.Truncate(time.Minute).Add(time.Minute)
+		}
+		t = next
+	}
 	for t.Before(limit) {
 		if !c.has(4, int(t.Month())) {
-			t = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, c.loc)
+			jump(time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, c.loc))
 			continue
 		}
 		if !c.dayMatches(t) {
-			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, c.loc)
+			jump(time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, c.loc))
 			continue
 		}
 		if !c.has(2, t.Hour()) {
-			t = firstOf(time.Date(t.Year(), t.Month(), t.Day(), t.Hour()+1, 0, 0, 0, c.loc))
+			jump(firstOf(time.Date(t.Year(), t.Month(), t.Day(), t.Hour()+1, 0, 0, 0, c.loc)))
 			continue
 		}
 		if !c.has(1, t.Minute()) {
@@ -222,11 +233,10 @@ func (c cron) Next(after time.Time) time.Time {
 			t = t.Add(time.Second)
 			continue
 		}
-		// time.Date moves a wall time that a daylight saving change skips
-		// into the next hour, where the checks above see it afresh: a
-		// skipped wall time is never a slot. A wall time the change
-		// repeats is a slot the first time only.
-		if e := t.Add(-time.Hour); sameWallClock(e, t) {
+		// A skipped wall time is never a slot (time.Date moves it out of
+		// the gap, where the checks above see it afresh). A wall time a
+		// change repeats is a slot the first time only.
+		if secondPass(t) > 0 {
 			t = t.Add(time.Second)
 			continue
 		}
@@ -236,17 +246,29 @@ func (c cron) Next(after time.Time) time.Time {
 }
 
 // firstOf returns the earlier of the two instants a wall time names when a
-// daylight saving change repeats an hour, so a repeated hour's slots come
-// in its first pass and only then.
+// daylight saving change repeats it, so a repeated stretch's slots come in
+// its first pass and only then.
 func firstOf(t time.Time) time.Time {
-	if e := t.Add(-time.Hour); e.Hour() == t.Hour() && e.Day() == t.Day() {
-		return e
+	if back := secondPass(t); back > 0 {
+		return t.Add(-back)
 	}
 	return t
 }
 
-func sameWallClock(a, b time.Time) bool {
-	return a.Day() == b.Day() && a.Hour() == b.Hour() && a.Minute() == b.Minute() && a.Second() == b.Second()
+// secondPass reports, for an instant whose wall time the zone's last change
+// repeats (the clocks went back, by an hour or by any other amount), by how
+// much they went back; 0 for any other instant.
+func secondPass(t time.Time) time.Duration {
+	start, _ := t.ZoneBounds()
+	if start.IsZero() {
+		return 0
+	}
+	_, now := t.Zone()
+	_, before := start.Add(-time.Second).Zone()
+	if back := time.Duration(before-now) * time.Second; back > 0 && t.Sub(start) < back {
+		return back
+	}
+	return 0
 }
 
 type every struct {

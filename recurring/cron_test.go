@@ -85,3 +85,58 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCronNextAcrossOddClockChanges: zones west of UTC, where Go moves a
+// wall time a spring-forward gap skips to an earlier instant (once an
+// endless loop), gaps at midnight, and a fall-back of half an hour: every
+// slot comes once, in order, and Next always returns.
+func TestCronNextAcrossOddClockChanges(t *testing.T) {
+	zone := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		require.NoError(t, err)
+		return loc
+	}
+	tests := []struct {
+		name  string
+		expr  string
+		loc   *time.Location
+		after time.Time
+		want  []string
+	}{
+		{"a daily 9am in New York over spring forward", "0 9 * * *", zone("America/New_York"),
+			time.Date(2026, 3, 7, 20, 0, 0, 0, time.UTC), []string{"2026-03-08T13:00:00Z", "2026-03-09T13:00:00Z"}},
+		// Midnight of 6 September 2026 does not exist in Santiago.
+		{"midnight skipped in Santiago", "0 0 * * *", zone("America/Santiago"),
+			time.Date(2026, 9, 5, 4, 0, 0, 0, time.UTC), []string{"2026-09-07T03:00:00Z", "2026-09-08T03:00:00Z"}},
+		{"half past midnight skipped in Havana", "30 0 * * *", zone("America/Havana"),
+			time.Date(2026, 3, 7, 17, 0, 0, 0, time.UTC), []string{"2026-03-09T04:30:00Z"}},
+		{"the first of a month whose midnight is skipped", "0 0 1 * *", zone("America/Santiago"),
+			time.Date(2026, 8, 15, 0, 0, 0, 0, time.UTC), []string{"2026-09-01T04:00:00Z", "2026-10-01T03:00:00Z"}},
+		// Lord Howe goes back half an hour: 01:30-01:59 on 5 April 2026
+		// happens twice; 01:45 is one slot, the first.
+		{"half an hour repeated on Lord Howe", "45 1 * * *", zone("Australia/Lord_Howe"),
+			time.Date(2026, 4, 4, 12, 0, 0, 0, time.UTC), []string{"2026-04-04T14:45:00Z", "2026-04-05T15:15:00Z"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := recurring.Parse(tt.expr, tt.loc, t0)
+			require.NoError(t, err)
+			got := make(chan []string, 1)
+			go func() {
+				var out []string
+				at := tt.after
+				for range tt.want {
+					at = spec.Next(at)
+					out = append(out, at.UTC().Format(time.RFC3339))
+				}
+				got <- out
+			}()
+			select {
+			case out := <-got:
+				require.Equal(t, tt.want, out)
+			case <-time.After(10 * time.Second):
+				t.Fatal("Next did not return")
+			}
+		})
+	}
+}

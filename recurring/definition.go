@@ -87,6 +87,11 @@ func (d Definition) Canonical(loc *time.Location, created time.Time) (Definition
 	d.Account, d.Priority = cmd.Account, cmd.Priority
 	if !d.Start.IsZero() {
 		d.Start = d.Start.UTC()
+		if d.Start.Before(created.AddDate(-1, 0, 0)) {
+			// Every slot since the start is walked once when the schedule
+			// is first fired; centuries of them would never end.
+			errs = append(errs, errors.New("start must be at most a year before the schedule is created"))
+		}
 	}
 	if !d.End.IsZero() {
 		d.End = d.End.UTC()

@@ -74,12 +74,13 @@ func TestDefinitionErrors(t *testing.T) {
 		mutate func(*recurring.Definition)
 		want   []string
 	}{
-		"bad cron":    {func(d *recurring.Definition) { d.Schedule = "0 25 * * *" }, []string{"hour field"}},
-		"bad id":      {func(d *recurring.Definition) { d.ID = "Hourly Check" }, []string{"id:"}},
-		"bad search":  {func(d *recurring.Definition) { d.Country, d.Device = "USA", "tv" }, []string{"country", "device"}},
-		"bad window":  {func(d *recurring.Definition) { d.Start, d.End = t0, t0 }, []string{"end must be after start"}},
-		"bad catchup": {func(d *recurring.Definition) { d.CatchUp.Policy = "sometimes" }, []string{"catch_up.policy"}},
-		"big catchup": {func(d *recurring.Definition) { d.CatchUp = recurring.CatchUp{Policy: "fire", Limit: 5000} }, []string{"catch_up.limit"}},
+		"bad cron":      {func(d *recurring.Definition) { d.Schedule = "0 25 * * *" }, []string{"hour field"}},
+		"bad id":        {func(d *recurring.Definition) { d.ID = "Hourly Check" }, []string{"id:"}},
+		"bad search":    {func(d *recurring.Definition) { d.Country, d.Device = "USA", "tv" }, []string{"country", "device"}},
+		"bad window":    {func(d *recurring.Definition) { d.Start, d.End = t0, t0 }, []string{"end must be after start"}},
+		"bad catchup":   {func(d *recurring.Definition) { d.CatchUp.Policy = "sometimes" }, []string{"catch_up.policy"}},
+		"big catchup":   {func(d *recurring.Definition) { d.CatchUp = recurring.CatchUp{Policy: "fire", Limit: 5000} }, []string{"catch_up.limit"}},
+		"ancient start": {func(d *recurring.Definition) { d.Start = time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC) }, []string{"at most a year before"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := base

@@ -82,6 +82,9 @@ func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurr
 		tz = "UTC"
 	}
 	loc, err := time.LoadLocation(tz)
+	if tz == "Local" { // the machine's zone: engines (or a restart) could disagree on every slot
+		err = errors.New("not an IANA zone")
+	}
 	if err != nil {
 		return d, nil, &ScheduleError{Reason: "invalid_time_zone", Err: fmt.Errorf("schedule %q: unknown time zone %q (use an IANA name such as Europe/Berlin)", d.ID, tz)}
 	}

@@ -145,8 +145,9 @@ func TestScheduleOperations(t *testing.T) {
 		def  recurring.Definition
 		want string
 	}{
-		"invalid cron": {espresso("b", "0 25 * * *"), "invalid_schedule"},
-		"unknown zone": {func() recurring.Definition { d := espresso("c", "@daily"); d.TimeZone = "Mars/Olympus"; return d }(), "invalid_time_zone"},
+		"invalid cron":       {espresso("b", "0 25 * * *"), "invalid_schedule"},
+		"unknown zone":       {func() recurring.Definition { d := espresso("c", "@daily"); d.TimeZone = "Mars/Olympus"; return d }(), "invalid_time_zone"},
+		"the machine's zone": {func() recurring.Definition { d := espresso("c2", "@daily"); d.TimeZone = "Local"; return d }(), "invalid_time_zone"},
 		"overlapping": {func() recurring.Definition {
 			d := espresso("d", "*/30 * * * *")
 			d.Query = "espresso scale a"
