@@ -109,6 +109,9 @@ func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record,
 		return Record{}, err
 	}
 	for _, o := range all {
+		if o.State.NextSlot.IsZero() && !o.State.Paused {
+			continue // over (past its end): it orders nothing more
+		}
 		if o.Definition.ID != d.ID && d.Overlaps(o.Definition) {
 			return Record{}, &ScheduleError{Reason: "overlapping_schedule", Err: fmt.Errorf(
 				"schedule %q orders the same observations as schedule %q (same search context over times that meet); change one or delete the other",

@@ -244,3 +244,32 @@ func TestScheduleTimerLostIsArmedAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left to repair")
 }
+
+// TestEndedScheduleBlocksNothing: a schedule past its end orders nothing
+// more, so a new one for the same search is not refused as overlapping.
+func TestEndedScheduleBlocksNothing(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 2, 1, 8, 30, 0, 0, time.UTC)}
+	s := l.schedules(c.Now)
+	old := espresso("winter", "@hourly")
+	old.End = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	_, err := s.Create(ctx, old)
+	require.NoError(t, err)
+	same := func(id string) recurring.Definition {
+		d := espresso(id, "@hourly")
+		d.Query = old.Query
+		return d
+	}
+	_, err = s.Create(ctx, same("winter-too"))
+	require.Error(t, err, "while it runs, the same search is refused")
+
+	c.Set(time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC))
+	_, err = s.Fire(ctx, "winter") // past its end: over
+	require.NoError(t, err)
+	rec, _, err := s.Get(ctx, "winter")
+	require.NoError(t, err)
+	require.True(t, rec.State.NextSlot.IsZero())
+	_, err = s.Create(ctx, same("spring"))
+	require.NoError(t, err)
+}
