@@ -91,3 +91,47 @@ func TestEnsureStream(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineBucketsKeptAsTheyAre: an existing serp_schedules or
+// serp_accounts bucket is not rewritten at every start.
+func TestEngineBucketsKeptAsTheyAre(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: nats.SchedulesBucket, History: 1,
+		Storage: jetstream.FileStorage, MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	require.NoError(t, nats.EnsureEngineStreams(ctx, srv.JS, nats.StreamOptions{}, time.Second))
+	kv, err := srv.JS.KeyValue(ctx, nats.SchedulesBucket)
+	require.NoError(t, err)
+	st, err := kv.Status(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1<<20, st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.MaxBytes, "left as it was")
+}
+
+// TestBucketReplicasChecked: on a cluster, an engine bucket's replicas are
+// checked as a stream's: fewer than it has are refused, even with
+// --update-streams; more are not made without it.
+func TestBucketReplicasChecked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := natstest.RunCluster(t, 3)
+	_, js := c.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: nats.AccountsBucket, History: 1,
+		Storage: jetstream.FileStorage, Replicas: 3})
+	require.NoError(t, err)
+	err = nats.EnsureEngineStreams(ctx, js, nats.StreamOptions{Replicas: 1, AllowUpdate: true}, time.Second)
+	var cerr *nats.StreamConfigError
+	require.ErrorAs(t, err, &cerr)
+	require.Equal(t, "KV_"+nats.AccountsBucket, cerr.Stream)
+	require.ErrorContains(t, err, "will not change that in place")
+
+	require.NoError(t, js.DeleteKeyValue(ctx, nats.AccountsBucket))
+	_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: nats.AccountsBucket, History: 1, Storage: jetstream.FileStorage})
+	require.NoError(t, err)
+	err = nats.EnsureEngineStreams(ctx, js, nats.StreamOptions{Replicas: 3}, time.Second)
+	require.ErrorAs(t, err, &cerr) // the R1 streams made above come first; either way, nothing is changed
+	require.ErrorContains(t, err, "--update-streams")
+}

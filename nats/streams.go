@@ -127,20 +127,60 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 			FilterSubject: ScheduleAdminSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 			MaxDeliver: -1, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverAllPolicy}},
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SchedulesBucket,
-		Description: "serpent: recurring schedules, their definitions and state", History: 1,
-		Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)}); err != nil {
-		return fmt.Errorf("nats: bucket %s: %w", SchedulesBucket, err)
-	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: AccountsBucket,
-		Description: "serpent: API accounts, their limits and shared limiter state", History: 1,
-		Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)}); err != nil {
-		return fmt.Errorf("nats: bucket %s: %w", AccountsBucket, err)
+	for _, cfg := range []jetstream.KeyValueConfig{
+		{Bucket: SchedulesBucket, Description: "serpent: recurring schedules, their definitions and state", History: 1,
+			Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)},
+		{Bucket: AccountsBucket, Description: "serpent: API accounts, their limits and shared limiter state", History: 1,
+			Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)},
+	} {
+		if err := ensureBucket(ctx, js, cfg, o.AllowUpdate); err != nil {
+			return err
+		}
 	}
 	for _, c := range consumers {
 		if _, err := js.CreateOrUpdateConsumer(ctx, c.stream, c.cfg); err != nil {
 			return fmt.Errorf("nats: consumer %s on %s: %w", c.cfg.Durable, c.stream, err)
 		}
+	}
+	return nil
+}
+
+// ensureBucket creates a KV bucket, or checks an existing one's replicas as
+// EnsureStream checks a stream's: more copies only with allowUpdate, fewer
+// never. Its other settings are left as they are.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, allowUpdate bool) error {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err = js.CreateKeyValue(ctx, cfg); !errors.Is(err, jetstream.ErrBucketExists) {
+			if err != nil {
+				return fmt.Errorf("nats: bucket %s: %w", cfg.Bucket, err)
+			}
+			return nil
+		}
+		kv, err = js.KeyValue(ctx, cfg.Bucket) // made meanwhile by another engine
+	}
+	if err != nil {
+		return fmt.Errorf("nats: bucket %s: %w", cfg.Bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("nats: bucket %s: %w", cfg.Bucket, err)
+	}
+	have := 1
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		have = max(bs.StreamInfo().Config.Replicas, 1)
+	}
+	want := max(cfg.Replicas, 1)
+	if have == want {
+		return nil
+	}
+	cerr := &StreamConfigError{Stream: "KV_" + cfg.Bucket, UpdateAllowed: allowUpdate, Diffs: []FieldDiff{{
+		Field: "replicas", Have: fmt.Sprint(have), Want: fmt.Sprint(want), Destructive: want < have}}}
+	if want < have || !allowUpdate {
+		return cerr
+	}
+	if _, err := js.UpdateKeyValue(ctx, cfg); err != nil {
+		return fmt.Errorf("nats: update bucket %s (%s): %w", cfg.Bucket, cerr.list(false), err)
 	}
 	return nil
 }
