@@ -255,6 +255,19 @@ func TestFlagsOverrideEnv(t *testing.T) {
 			require.Equal(t, "envpass", cfg.Password)
 		})
 	}
+	// A way to authenticate given by flags keeps the others' variables out.
+	withToken := func(k string) string {
+		return map[string]string{"NATS_TOKEN": "envtok", "NATS_CERT": "/env/cert.pem"}[k]
+	}
+	var byFlag nats.ConnConfig
+	flags := flag.NewFlagSet("serpent", flag.ContinueOnError)
+	byFlag.RegisterFlags(flags)
+	require.NoError(t, flags.Parse([]string{"--nats-creds", "/secrets/user.creds", "--nats-tls-key", "/k.pem"}))
+	byFlag.FromEnv(withToken)
+	require.Equal(t, "/secrets/user.creds", byFlag.CredsFile)
+	require.Empty(t, byFlag.Token, "NATS_TOKEN is another way")
+	require.Empty(t, byFlag.TLSCert, "the key's certificate is the flags' to give")
+
 	var usage bytes.Buffer
 	fs := flag.NewFlagSet("serpent", flag.ContinueOnError)
 	fs.SetOutput(&usage)

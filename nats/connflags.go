@@ -34,8 +34,11 @@ func (c *ConnConfig) RegisterFlags(fs *flag.FlagSet) {
 // FromEnv fills the fields still empty from NATS_URL, NATS_CREDS,
 // NATS_NKEY, NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CA, NATS_CERT,
 // NATS_KEY, NATS_CONTEXT and NATS_INBOX_PREFIX; so flags, parsed before or
-// after, win. env also serves to find the nats CLI context folder
-// (XDG_CONFIG_HOME, HOME).
+// after, win. A way to authenticate given by flags (creds, nkey, user and
+// password, or token) keeps the variables of the other ways out, and a
+// client certificate or key given by flags keeps NATS_CERT and NATS_KEY
+// out. env also serves to find the nats CLI context
+// folder (XDG_CONFIG_HOME, HOME).
 func (c *ConnConfig) FromEnv(env func(string) string) {
 	c.getenv = env
 	if len(c.URLs) == 0 {
@@ -43,16 +46,23 @@ func (c *ConnConfig) FromEnv(env func(string) string) {
 			c.URLs = strings.Split(u, ",")
 		}
 	}
+	// The way to authenticate the flags chose, if any: the variables of
+	// the other ways stay out (the other half of a user and password may
+	// still come from the environment).
+	creds, nkey, userPass, token := c.CredsFile != "", c.NKeySeedFile != "", c.User != "" || c.Password != "", c.Token != ""
+	cert := c.TLSCert != "" || c.TLSKey != ""
 	for _, f := range []struct {
-		p   *string
-		key string
+		p    *string
+		key  string
+		skip bool
 	}{
-		{&c.CredsFile, "NATS_CREDS"}, {&c.NKeySeedFile, "NATS_NKEY"}, {&c.User, "NATS_USER"},
-		{&c.Password, "NATS_PASSWORD"}, {&c.Token, "NATS_TOKEN"}, {&c.TLSCA, "NATS_CA"},
-		{&c.TLSCert, "NATS_CERT"}, {&c.TLSKey, "NATS_KEY"}, {&c.Context, "NATS_CONTEXT"},
-		{&c.InboxPrefix, "NATS_INBOX_PREFIX"},
+		{&c.CredsFile, "NATS_CREDS", nkey || userPass || token}, {&c.NKeySeedFile, "NATS_NKEY", creds || userPass || token},
+		{&c.User, "NATS_USER", creds || nkey || token}, {&c.Password, "NATS_PASSWORD", creds || nkey || token},
+		{&c.Token, "NATS_TOKEN", creds || nkey || userPass}, {&c.TLSCA, "NATS_CA", false},
+		{&c.TLSCert, "NATS_CERT", cert}, {&c.TLSKey, "NATS_KEY", cert}, {&c.Context, "NATS_CONTEXT", false},
+		{&c.InboxPrefix, "NATS_INBOX_PREFIX", false},
 	} {
-		if *f.p == "" {
+		if *f.p == "" && !f.skip {
 			*f.p = env(f.key)
 		}
 	}
