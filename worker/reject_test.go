@@ -67,3 +67,37 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleDeleteDeliveredAgain: a delete delivered again (its first
+// delivery's acknowledgement lost) finds its schedule gone, as it asked,
+// and is acknowledged without a rejection; a delete of a schedule that
+// never was, delivered once, is still recorded as refused.
+func TestScheduleDeleteDeliveredAgain(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
+	require.NoError(t, err)
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.delete", []byte("gone"))
+	require.NoError(t, err)
+	batch, err := cmds.Fetch(1) // a first delivery, as if its engine died before acknowledging
+	require.NoError(t, err)
+	for m := range batch.Messages() {
+		require.NoError(t, m.Nak())
+	}
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.delete", []byte("never-was"))
+	require.NoError(t, err)
+
+	eng := l.engine("w", worker.Hooks{})
+	schedules, err := worker.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
+	require.NoError(t, err)
+	go func() { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) }()
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		ci, err := cmds.Info(ctx)
+		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
+			return fmt.Errorf("commands not all settled: %v", err)
+		}
+		return nil
+	})
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + "no_such_schedule": 1}, l.rejections(), "only the delete of a schedule that never was")
+}

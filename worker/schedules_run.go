@@ -112,6 +112,13 @@ func (e *Engine) RunScheduleCommands(ctx context.Context, s *Schedules, js jetst
 				_ = msg.Term()
 				return
 			}
+			if op == "delete" && errors.Is(err, ErrNoSchedule) && meta.NumDelivered > 1 {
+				// Delivered again (its acknowledgement was lost, or
+				// recording it failed): the schedule is gone, as asked.
+				e.log.Info("schedule delete delivered again; the schedule is gone, as asked", "err", err)
+				_ = msg.Ack()
+				return
+			}
 			if rerr := e.reject(ctx, js, msg, meta.Sequence.Stream, &RejectError{Reason: reason, Msg: err.Error()}); rerr != nil {
 				_ = msg.NakWithDelay(time.Second)
 				return

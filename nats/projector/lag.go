@@ -35,6 +35,10 @@ type Lag struct {
 	Paused bool   `json:"paused"`
 }
 
+// pauseStale is how long a rebuild's pause may go unrenewed before the
+// lag no longer reports the projections as paused.
+const pauseStale = time.Minute
+
 // Lag measures the projections' lag now.
 func (r *Runner) Lag(ctx context.Context) (Lag, error) {
 	return ReadLag(ctx, r.js, r.cfg.Stream, time.Now())
@@ -79,8 +83,13 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 				lag.Holder = v.Holder
 			}
 		}
-		_, err := ctl.Get(ctx, pauseKey)
-		lag.Paused = err == nil
+		if e, err := ctl.Get(ctx, pauseKey); err == nil {
+			// A rebuild renews its pause every few seconds; one not
+			// renewed for a minute died holding it, and runners no
+			// longer stand still for it.
+			var v leaseValue
+			lag.Paused = json.Unmarshal(e.Value(), &v) != nil || now.Sub(v.Renewed) < pauseStale
+		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return lag, err
 	}

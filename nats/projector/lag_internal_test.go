@@ -1,0 +1,37 @@
+package projector
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+)
+
+// TestPauseOfADeadRebuild: the lag reports the projections paused while
+// a rebuild renews its pause, and not once the pause went a minute
+// without renewal (the rebuild died holding it).
+func TestPauseOfADeadRebuild(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	r, err := New(ctx, srv.JS, Config{Name: "t"})
+	require.NoError(t, err)
+	now := time.Now()
+	for _, tt := range []struct {
+		renewed time.Time
+		paused  bool
+	}{{now.Add(-5 * time.Second), true}, {now.Add(-2 * time.Minute), false}} {
+		v, _ := json.Marshal(leaseValue{Holder: "rebuild", Renewed: tt.renewed})
+		_, err := r.ctl.Put(ctx, pauseKey, v)
+		require.NoError(t, err)
+		lag, err := ReadLag(ctx, srv.JS, "", now)
+		require.NoError(t, err)
+		require.Equal(t, tt.paused, lag.Paused, "renewed %s ago", now.Sub(tt.renewed))
+	}
+}
