@@ -49,6 +49,10 @@ func (l Limits) Unlimited() bool {
 	return l.MaxInFlight == 0 && l.RatePerSec == 0 && l.DailyPages == 0 && l.DailyMicros == 0
 }
 
+// Budgeted reports whether the account has a daily budget, in pages or
+// in money.
+func (l Limits) Budgeted() bool { return l.DailyPages > 0 || l.DailyMicros > 0 }
+
 // Price is the price of a page.
 func (l Limits) Price() int64 {
 	if l.PriceMicros > 0 {

@@ -166,17 +166,19 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	if err != nil {
 		return fmt.Errorf("nats: bucket %s: %w", cfg.Bucket, err)
 	}
-	have := 1
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-		have = max(bs.StreamInfo().Config.Replicas, 1)
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil // not a JetStream bucket: nothing to compare
 	}
-	want := max(cfg.Replicas, 1)
-	if have == want {
+	have := bs.StreamInfo().Config
+	want := have
+	want.Replicas = cfg.Replicas
+	diffs := diffStreamConfig(want, have)
+	if len(diffs) == 0 {
 		return nil
 	}
-	cerr := &StreamConfigError{Stream: "KV_" + cfg.Bucket, UpdateAllowed: allowUpdate, Diffs: []FieldDiff{{
-		Field: "replicas", Have: fmt.Sprint(have), Want: fmt.Sprint(want), Destructive: want < have}}}
-	if want < have || !allowUpdate {
+	cerr := &StreamConfigError{Stream: have.Name, Diffs: diffs, UpdateAllowed: allowUpdate}
+	if cerr.destructive() || !allowUpdate {
 		return cerr
 	}
 	if _, err := js.UpdateKeyValue(ctx, cfg); err != nil {

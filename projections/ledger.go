@@ -103,8 +103,8 @@ type JobLedger struct {
 	Replays int      `json:"replays"`
 	// Purchases counts what the log says was bought: the stored
 	// observation and every distinct charge the reconciliations found
-	// (charged_no_result), as aggregate.Purchases counts them. More than 1 + RepurchasesAuthorized breaks a
-	// promise; the audit reports it.
+	// (charged_no_result), as aggregate.Purchases counts them. More than
+	// 1 + RepurchasesAuthorized breaks a promise; the audit reports it.
 	Purchases             int `json:"purchases"`
 	RepurchasesAuthorized int `json:"repurchases_authorized"`
 	// AcceptedKey is the key whose execution the job stored; Pages are its

@@ -74,12 +74,13 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 		msg, err := it.Next()
 		if err != nil {
 			<-slots
-			if ctx.Err() == nil && errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				// Not stopped by us: the consumer went away (deleted, its
 				// stream recreated). Nothing more will come; say so.
 				ended = fmt.Errorf("%w: %s", ErrConsumerGone, consumerName(cons))
-			}
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				break
 			}
 			e.log.Warn("taking work failed", "err", err)

@@ -253,7 +253,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		l.notWaiting(acct, jobID)
 		return p, nil
 	}
-	budgeted := !resend && (lim.DailyPages > 0 || lim.DailyMicros > 0)
+	budgeted := !resend && lim.Budgeted()
 	if budgeted {
 		// A day's budget spent holds the search back before it takes a
 		// slot or a rate token, which a resend (it cannot buy) may need
@@ -293,11 +293,9 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		day := accounts.Day(now)
 		fits := false
 		err := l.update(ctx, "spend."+acct+"."+day, func(old []byte) ([]byte, error) {
-			var s accounts.Spend
-			if old != nil {
-				if err := json.Unmarshal(old, &s); err != nil {
-					return nil, err
-				}
+			s, err := decodeSpend(old)
+			if err != nil {
+				return nil, err
 			}
 			if fits = lim.Fits(s, pages); !fits {
 				return nil, nil
@@ -313,7 +311,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		}
 		p.reserved, p.day = pages, day
 	}
-	if resend && !r.FirstSend.IsZero() && (lim.DailyPages > 0 || lim.DailyMicros > 0) {
+	if resend && !r.FirstSend.IsZero() && lim.Budgeted() {
 		// The key's first send reserved its pages; this answer settles them.
 		p.reserved, p.day = pages, accounts.Day(r.FirstSend)
 	}
@@ -323,18 +321,29 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 
 // budgetFits reads whether the day's spend leaves room for pages more.
 func (l *Limiter) budgetFits(ctx context.Context, acct string, lim accounts.Limits, pages int, now time.Time) (bool, error) {
+	var old []byte
 	e, err := l.kv.Get(ctx, "spend."+acct+"."+accounts.Day(now))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return lim.Fits(accounts.Spend{}, pages), nil
+	switch {
+	case err == nil:
+		old = e.Value()
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, err
 	}
+	s, err := decodeSpend(old)
 	if err != nil {
 		return false, err
 	}
-	var s accounts.Spend
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		return false, err
-	}
 	return lim.Fits(s, pages), nil
+}
+
+// decodeSpend reads a day's spend value; none is nothing spent.
+func decodeSpend(b []byte) (accounts.Spend, error) {
+	var s accounts.Spend
+	if b == nil {
+		return s, nil
+	}
+	err := json.Unmarshal(b, &s)
+	return s, err
 }
 
 // budgetRetry is how long a search held back by a spent budget waits: ten
@@ -468,11 +477,9 @@ func (p *Permit) adjust(ctx context.Context, pages int) {
 		return
 	}
 	if err := p.l.update(ctx, "spend."+p.account+"."+p.day, func(old []byte) ([]byte, error) {
-		var s accounts.Spend
-		if old != nil {
-			if err := json.Unmarshal(old, &s); err != nil {
-				return nil, err
-			}
+		s, err := decodeSpend(old)
+		if err != nil {
+			return nil, err
 		}
 		return json.Marshal(s.Add(pages, p.price))
 	}); err != nil {
@@ -495,7 +502,7 @@ func (p *Permit) release(ctx context.Context) {
 // they were reserved, the key's first send.
 func (l *Limiter) Refund(ctx context.Context, account string, pages int, at time.Time) {
 	acct := accountKey(account)
-	if lim := l.Limits(account); lim.DailyPages == 0 && lim.DailyMicros == 0 {
+	if !l.Limits(account).Budgeted() {
 		return
 	}
 	(&Permit{l: l, account: acct, day: accounts.Day(at), price: l.Limits(account).Price()}).adjust(ctx, -pages)

@@ -75,7 +75,7 @@ func (s *Server) Shutdown() {
 func Connect(t testing.TB, url string) (*natsgo.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := natsgo.Connect(url, natsgo.MaxReconnects(-1), natsgo.ReconnectWait(50*time.Millisecond),
-		natsgo.Name("natstest"), natsgo.SyncQueueLen(2048)) // as nats.SyncQueueLen
+		natsgo.Name("natstest"), natsgo.SyncQueueLen(nats.SyncQueueLen))
 	if err != nil {
 		t.Fatalf("natstest: connect %s: %v", url, err)
 	}
