@@ -76,7 +76,8 @@ func (e *ThrottledError) Error() string {
 
 // NewLimiter starts a limiter on the serp_accounts bucket (provisioned by
 // nats.EnsureEngineStreams). lease is how long a slot of a crashed worker
-// stays taken. Close stops it.
+// stays taken at least; a Request with a longer Lease holds its slot for
+// that. Close stops it.
 func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, lease time.Duration, now func() time.Time, log *slog.Logger) (*Limiter, error) {
 	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
 	if err != nil {
@@ -228,6 +229,10 @@ type Request struct {
 	High bool
 	// Pages is what the search may bill.
 	Pages int
+	// Lease is the job's claim lease: its search can run until the lease
+	// ends, so its slot is held that long if its worker dies (at least
+	// the limiter's own lease).
+	Lease time.Duration
 	// FirstSend is when a resend's key was first sent: the day its pages
 	// were reserved on. They stay reserved while the key's outcome is
 	// unknown, and the resend's answer settles them (Permit.Done).
@@ -361,7 +366,7 @@ func (l *Limiter) waitForSlot(ctx context.Context, p *Permit, r Request, n int) 
 	defer timeout.Stop()
 	for {
 		freed := l.freedSignal(p.account)
-		ok, err := p.takeSlot(ctx, r.JobID, n, l.now())
+		ok, err := p.takeSlot(ctx, r.JobID, max(l.lease, r.Lease), n, l.now())
 		if err != nil || ok {
 			return err
 		}
@@ -383,11 +388,11 @@ func (l *Limiter) waitForSlot(ctx context.Context, p *Permit, r Request, n int) 
 	}
 }
 
-// takeSlot takes a free slot of the account, starting at a random one; a
-// slot whose holder's lease ran out is free.
-func (p *Permit) takeSlot(ctx context.Context, jobID string, n int, now time.Time) (bool, error) {
+// takeSlot takes a free slot of the account for lease, starting at a
+// random one; a slot whose holder's lease ran out is free.
+func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration, n int, now time.Time) (bool, error) {
 	l := p.l
-	value, err := json.Marshal(slotValue{Worker: l.worker, Job: jobID, Until: now.Add(l.lease)})
+	value, err := json.Marshal(slotValue{Worker: l.worker, Job: jobID, Until: now.Add(lease)})
 	if err != nil {
 		return false, err
 	}

@@ -187,7 +187,7 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	if e.cfg.Limiter != nil {
 		cur, _ := s.Current()
 		req := Request{Account: s.Account, JobID: jobID, Resend: cur.Sent(), High: e.urgent(s), Pages: accounts.PagesFor(s.Search.Limit),
-			FirstSend: cur.FirstSend}
+			Lease: s.Policy.Lease.D(), FirstSend: cur.FirstSend}
 		if permit, err = e.cfg.Limiter.Acquire(ctx, req); err != nil {
 			if k, perr := storePrefix(); perr != nil {
 				return k, perr

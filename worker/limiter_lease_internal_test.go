@@ -1,0 +1,54 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/accounts"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+)
+
+// TestSlotLastsTheJobsLease: a worker whose limiter holds slots for two
+// minutes takes the account's only slot for a job whose claim lease is
+// ten, and dies without giving it back. The job's search may run until
+// its lease ends, so a second worker finds the slot taken three minutes
+// on, and free once the job's lease is over.
+func TestSlotLastsTheJobsLease(t *testing.T) {
+	ctx := context.Background()
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	srv := natstest.RunServer(t)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	lim := accounts.Limits{MaxInFlight: 1}
+	require.NoError(t, SetLimits(ctx, srv.JS, "", lim))
+	limiter := func(name string) *Limiter {
+		l, err := NewLimiter(ctx, srv.JS, name, 2*time.Minute, clk.now, nil)
+		require.NoError(t, err)
+		t.Cleanup(l.Close)
+		natstest.WaitFor(t, 10*time.Second, func() error {
+			if l.Limits("") != lim {
+				return fmt.Errorf("limits not seen yet")
+			}
+			return nil
+		})
+		return l
+	}
+	dead, other := limiter("dead"), limiter("other")
+
+	_, err := dead.Acquire(ctx, Request{JobID: "j1", Lease: 10 * time.Minute, Pages: 1})
+	require.NoError(t, err) // never released: its worker died
+
+	clk.add(3 * time.Minute)
+	_, err = other.Acquire(ctx, Request{JobID: "j2", Lease: 10 * time.Minute, Pages: 1})
+	var throttled *ThrottledError
+	require.ErrorAs(t, err, &throttled, "the dead worker's search may still run")
+
+	clk.add(8 * time.Minute)
+	p, err := other.Acquire(ctx, Request{JobID: "j2", Lease: 10 * time.Minute, Pages: 1})
+	require.NoError(t, err, "the job's lease is over")
+	p.release(ctx)
+}
