@@ -157,10 +157,14 @@ func (e *Engine) Held() int { return int(e.held.Load()) }
 func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
 	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)
 	held := false
+	var woke time.Time
+	if meta, err := msg.Metadata(); err == nil {
+		woke = meta.Timestamp // when the server stored the wake-up
+	}
 	err := e.settle(ctx, jobID, known{}, func() { _ = msg.InProgress() }, func(d time.Duration) bool {
 		held = e.hold(msg, d)
 		return held
-	})
+	}, woke)
 	if held {
 		return // handed back (settle stopped there): it comes again when the wait is over
 	}

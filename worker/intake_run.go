@@ -59,7 +59,7 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this
 		// process dies, the command comes back and the job with it.
-		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, nil)
+		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, nil, time.Time{})
 	}
 	var rej *RejectError
 	switch {
@@ -84,8 +84,9 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 
 // settle steps a job and arms its timer if it must wait. hold, if not
 // nil, is offered a wait its account imposes (a pause, a limit) first: when
-// it takes the wait, no timer is armed.
-func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func(), hold func(time.Duration) bool) error {
+// it takes the wait, no timer is armed. woke is the server's time when the
+// timer that woke the job fired (zero when no timer did).
+func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func(), hold func(time.Duration) bool, woke time.Time) error {
 	next, throttled, err := e.step(ctx, jobID, k, keepAlive)
 	if err != nil {
 		return err
@@ -93,10 +94,17 @@ func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive fu
 	if next.Step != aggregate.StepWait {
 		return nil
 	}
-	if throttled && hold != nil && hold(next.At.Sub(e.cfg.Now())) {
+	// skew is how far the server's clock, which fires timers, is ahead of
+	// this engine's at least: it stored the wake-up at woke. A timer armed
+	// for next.At would fire that much early, at once if the server is
+	// past it already, and again until this clock got there.
+	at, now := next.At, e.cfg.Now()
+	skew := max(woke.Sub(now), 0)
+	if hold != nil && (throttled || skew > 0 && !at.After(woke)) && hold(at.Sub(now)) {
 		return nil
 	}
-	if err := e.cfg.Timers.Arm(ctx, jobID, next.At); err != nil {
+	at = at.Add(skew)
+	if err := e.cfg.Timers.Arm(ctx, jobID, at); err != nil {
 		return fmt.Errorf("job %s: arm timer: %w", jobID, err)
 	}
 	return nil

@@ -314,7 +314,19 @@ func (s *Schedules) Delete(ctx context.Context, id string) error {
 // policy says, records them and arms the next slot's timer. Every step is
 // idempotent, so a repeated or concurrent firing orders nothing twice.
 func (s *Schedules) Fire(ctx context.Context, id string) (recurring.Plan, error) {
+	return s.fire(ctx, id, time.Time{})
+}
+
+// fire is Fire woken by a timer the server fired at its time woke (zero
+// when unknown). A slot is due when either clock says it came: were this
+// engine's clock behind the server's, which fires the timers, a timer for
+// a slot it did not find due would fire again at once, and again, until
+// this clock got there.
+func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurring.Plan, error) {
 	now := s.now().UTC()
+	if woke.After(now) {
+		now = woke.UTC()
+	}
 	var plan recurring.Plan
 	rec, err := s.update(ctx, id, func(r *Record, spec recurring.Spec) error {
 		if r.State.Paused {
