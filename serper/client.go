@@ -82,7 +82,7 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // (see the package doc), because none of them proves the search did not run.
 //
 // The exchange is bounded by Config.Timeout and by ctx, whichever ends first;
-// a ctx deadline under 90 s has the same risk as a short Timeout.
+// a ctx deadline under 100 s has the same risk as a short Timeout.
 //
 // key must be a UUID and body not empty; otherwise nothing is sent and the
 // Result is unknown with reason not_sent. Go's transport may resend the

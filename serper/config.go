@@ -14,9 +14,12 @@ import (
 const (
 	// DefaultTimeout is what the API asks clients to wait at least.
 	DefaultTimeout = 100 * time.Second
-	// MinTimeout is the longest a search may run on the API; a client
-	// deadline under it turns running (and billed) searches into unknowns.
-	MinTimeout = 90 * time.Second
+	// MinTimeout is what the API asks clients to wait at least. A search
+	// may run for up to 90 s; a client deadline under that turns running
+	// (and billed) searches into unknowns, and the engine counts on the
+	// 10 s beyond it for a search to be over, and billed, before the
+	// claim's lease ends and a reconciliation may read the ledger.
+	MinTimeout = DefaultTimeout
 	// DefaultMaxResponseBytes bounds how much of a reply is read.
 	DefaultMaxResponseBytes = 4 << 20
 )
@@ -33,9 +36,9 @@ type Config struct {
 	// Token is the bearer token. It is never printed: see the package doc.
 	Token string `json:"token"`
 	// Timeout bounds one exchange, from sending to the last byte of the reply.
-	// Default 100 s; under 90 s is refused unless AllowShortTimeout is set.
+	// Default 100 s; under 100 s is refused unless AllowShortTimeout is set.
 	Timeout time.Duration `json:"timeout"`
-	// AllowShortTimeout lifts the 90 s floor. It is for tests and the sandbox
+	// AllowShortTimeout lifts the 100 s floor. It is for tests and the sandbox
 	// demo only, where searches are known to be short; against the real API
 	// it manufactures unknown outcomes.
 	AllowShortTimeout bool `json:"allowShortTimeout,omitempty"`

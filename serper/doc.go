@@ -20,8 +20,10 @@
 //
 // The API may run a search for up to 90 s and asks clients to wait at least
 // 100 s, so Config.Timeout defaults to 100 s and Validate refuses anything
-// under 90 s: a shorter deadline turns searches that are still running (and
-// will be billed) into unknown outcomes.
+// shorter: a deadline under 90 s turns searches that are still running (and
+// will be billed) into unknown outcomes, and the 10 s beyond is the margin
+// within which a search that left before its claim's lease less the
+// timeout is over, and billed, when the lease ends.
 //
 // The bearer token is a secret. Config and Client print it as "[redacted]"
 // in every fmt verb, in slog and in JSON, and every string the client builds

@@ -213,13 +213,15 @@ func jsonProblem(err error) string {
 }
 
 // validRequestID accepts the ids the API hands out: short, printable, no
-// spaces. Anything else was not written by the API.
+// spaces, no commas (the ledger takes lists of ids split at commas, so an
+// id holding one could never be looked up). Anything else was not written
+// by the API.
 func validRequestID(s string) bool {
 	if s == "" || len(s) > 128 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == ',' {
 			return false
 		}
 	}

@@ -95,6 +95,10 @@ func TestIdentifyEdgeCases(t *testing.T) {
 		{"200 with empty request id", 200, nil, `{"requestId":"","organic":[],"pages":0}`, false, UnknownUnexpectedReply},
 		{"200 with request id of spaces", 200, nil, `{"requestId":"req 1","organic":[],"pages":0}`, false, UnknownUnexpectedReply},
 		{"200 with numeric request id", 200, nil, `{"requestId":1,"organic":[],"pages":0}`, false, UnknownUnexpectedReply},
+		// The ledger takes lists of ids split at commas: an id holding one
+		// could never be looked up, and its job could not be reconciled.
+		{"200 with a comma in the request id", 200, nil, `{"requestId":"req_7,a","organic":[],"pages":0}`, false, UnknownUnexpectedReply},
+		{"envelope with a comma in the request id", 409, nil, `{"error":{"code":"idempotency_replay_unavailable","requestId":"req_7,a"}}`, false, UnknownUnexpectedReply},
 		{"200 without organic", 200, nil, `{"requestId":"req_1","pages":0}`, false, UnknownUnexpectedReply},
 		{"200 with null organic", 200, nil, `{"requestId":"req_1","organic":null,"pages":0}`, false, UnknownUnexpectedReply},
 		{"200 with organic of strings", 200, nil, `{"requestId":"req_1","organic":["x"],"pages":1}`, false, UnknownUnexpectedReply},

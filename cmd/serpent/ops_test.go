@@ -125,7 +125,7 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		want string
 	}{
 		"short lease for the real API": {[]string{"--lease", "30s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "--lease"},
-		"client timeout under 90 s":    {[]string{"--client-timeout", "10s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "90"},
+		"client timeout under 100 s":   {[]string{"--client-timeout", "95s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "90"},
 		"api url without a token":      {[]string{"--api-url", "https://example.com"}, nil, "no token"},
 		"margin as long as the window": {[]string{"--safety-margin", "15m"}, nil, "safety_margin"},
 		"bad log level":                {[]string{"--log-level", "loud"}, nil, "--log-level"},
