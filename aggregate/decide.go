@@ -326,6 +326,9 @@ func (s State) ReconcileQuery() ReconcileQuery {
 // settled before, one per distinct request id: the reconciler's own retries
 // and double look-ups never count a charge twice.
 func (s State) charges(entries []events.LedgerEntry) []events.LedgerEntry {
+	// Entries the job accounted for before (a charged_no_result before a
+	// re-purchase) are left out: a charged verdict lists only new charges,
+	// which is what lets every counter of purchases add them up.
 	keys := map[string]bool{}
 	for _, a := range s.Attempts {
 		keys[a.Key] = true
@@ -337,17 +340,24 @@ func (s State) charges(entries []events.LedgerEntry) []events.LedgerEntry {
 		if !keys[e.Key] && !contains(ids, e.RequestID) {
 			continue
 		}
-		id := e.RequestID
-		if id == "" {
-			id = "key:" + e.Key
-		}
-		if seen[id] || contains(s.Accounted, e.RequestID) {
+		id := ChargeID(e)
+		if seen[id] || contains(s.Accounted, id) {
 			continue
 		}
 		seen[id] = true
 		out = append(out, e)
 	}
 	return out
+}
+
+// ChargeID names the charge a ledger entry records: its request id, or its
+// key when the entry has none. Every count of a job's purchases counts a
+// charge once by it.
+func ChargeID(e events.LedgerEntry) string {
+	if e.RequestID == "" {
+		return "key:" + e.Key
+	}
+	return e.RequestID
 }
 
 func (b *emitter) cancel(in Cancel) error {

@@ -37,7 +37,7 @@ type State struct {
 	LastOutcome *events.OutcomeClassified
 	// Reconcile says why the job is reconciling.
 	Reconcile string
-	// Accounted are request ids of charges already settled by a
+	// Accounted are the charges (ChargeID) already settled by a
 	// charged_no_result verdict; a later reconciliation ignores them.
 	Accounted   []string
 	Repurchases int
@@ -183,7 +183,7 @@ func (s *State) apply(e events.Event) {
 		if d.Verdict == VerdictCharged {
 			s.Status = StatusChargedNoResult
 			for _, en := range d.Entries {
-				s.Accounted = appendNew(s.Accounted, en.RequestID)
+				s.Accounted = appendNew(s.Accounted, ChargeID(en))
 			}
 		}
 	case events.ObservationStored:

@@ -9,18 +9,21 @@ import (
 
 // Rules Verify checks, named as in reports.
 const (
-	RuleFirstEvent      = "first_event"              // the history starts with one JobScheduled
-	RuleOneJob          = "one_job"                  // every event names the same job
-	RuleGapless         = "gapless_versions"         // versions run 1, 2, 3, ...
-	RuleKeyPersisted    = "key_persisted_before_use" // a key is stored before a request carries it
-	RuleOneBody         = "one_body"                 // every key carries the job's body bytes
-	RuleDeadline        = "never_past_deadline"      // no send after first_send + window - margin
-	RuleStaleKey        = "only_current_key"         // a replaced key is never sent again
-	RuleDefiniteFirst   = "definite_before_new_key"  // a new key only after a definite outcome
-	RuleConcurrentSend  = "one_sender"               // no send while another worker's lease holds
-	RuleOnePurchase     = "at_most_one_purchase"     // unless a re-purchase was authorised
-	RuleAfterTerminal   = "nothing_after_terminal"   // a finished job stays finished
-	RuleRepurchaseState = "repurchase_after_charge"  // re-purchase only of charged_no_result
+	RuleFirstEvent      = "first_event"                // the history starts with one JobScheduled
+	RuleOneJob          = "one_job"                    // every event names the same job
+	RuleGapless         = "gapless_versions"           // versions run 1, 2, 3, ...
+	RuleKeyPersisted    = "key_persisted_before_use"   // a key is stored before a request carries it
+	RuleOneBody         = "one_body"                   // every key carries the job's body bytes
+	RuleDeadline        = "never_past_deadline"        // no send after first_send + window - margin
+	RuleStaleKey        = "only_current_key"           // a replaced key is never sent again
+	RuleDefiniteFirst   = "definite_before_new_key"    // a new key only after a definite outcome
+	RuleConcurrentSend  = "one_sender"                 // no send while a send's lease holds and its outcome is unknown
+	RuleOnePurchase     = "at_most_one_purchase"       // unless a re-purchase was authorised
+	RuleAfterTerminal   = "nothing_after_terminal"     // a finished job stays finished
+	RuleRepurchaseState = "repurchase_after_charge"    // re-purchase only of charged_no_result
+	RuleSettledFirst    = "settled_before_not_charged" // no "not charged" while a search may still run
+	RuleChargesOnce     = "charges_listed_once"        // a charged verdict lists its new charges, others none
+	RuleJobIdentity     = "job_of_its_observation"     // the job id and body are those of its slot and search
 )
 
 // Violation is one broken promise in a job's history.
@@ -54,8 +57,8 @@ type keyTrack struct {
 // charges again).
 type purchaseCount struct {
 	stored  int
-	charged map[string]bool
-	blind   int // charges recorded without a request id
+	charged map[string]bool // by ChargeID
+	blind   int             // charged verdicts that list no entry
 }
 
 func (p *purchaseCount) add(e events.Event) {
@@ -68,14 +71,10 @@ func (p *purchaseCount) add(e events.Event) {
 			p.blind++
 		}
 		for _, en := range d.Entries {
-			if en.RequestID == "" {
-				p.blind++
-				continue
-			}
 			if p.charged == nil {
 				p.charged = map[string]bool{}
 			}
-			p.charged[en.RequestID] = true
+			p.charged[ChargeID(en)] = true
 		}
 	case events.ObservationStored:
 		p.stored++
@@ -105,7 +104,8 @@ func Verify(evs []events.Event) []Violation {
 		purchases  purchaseCount
 		authorised int
 		lease      Lease
-		outcome    = true // no send is waiting for its outcome
+		lastSend   time.Time // of any key: its search may run for a lease
+		outcome    = true    // no send is waiting for its outcome
 	)
 	flag := func(e events.Event, rule, format string, args ...any) {
 		out = append(out, Violation{JobID: e.JobID, Version: e.Version, Rule: rule, Detail: fmt.Sprintf(format, args...)})
@@ -142,6 +142,11 @@ func Verify(evs []events.Event) []Violation {
 			if BodyHash(d.Body) != d.BodySHA256 {
 				flag(e, RuleOneBody, "body hash %s does not match the body", d.BodySHA256)
 			}
+			if body, err := Body(d.Search); err != nil || body != d.Body {
+				flag(e, RuleJobIdentity, "the body is not the search context's: %q", d.Body)
+			} else if id := JobID(d.Slot, d.Body); id != e.JobID {
+				flag(e, RuleJobIdentity, "slot %s and this body make job %s", d.Slot.UTC().Format(time.RFC3339Nano), id)
+			}
 		case events.AttemptCreated:
 			if d.BodySHA256 != s.BodySHA256 {
 				flag(e, RuleOneBody, "key %s stored with body %s, the job's body is %s", d.Key, d.BodySHA256, s.BodySHA256)
@@ -175,11 +180,13 @@ func Verify(evs []events.Event) []Violation {
 						e.Time.Format(time.RFC3339Nano), k.deadline.Format(time.RFC3339Nano))
 				}
 			}
-			if !outcome && e.Time.Before(lease.Until) && d.Worker != lease.Worker {
+			// A worker's name is no proof of one sender: a process's
+			// workers share it, and a restarted process takes it again.
+			if !outcome && e.Time.Before(lease.Until) {
 				flag(e, RuleConcurrentSend, "%s sent while %s held the lease until %s", d.Worker,
 					lease.Worker, lease.Until.Format(time.RFC3339Nano))
 			}
-			lease, outcome = Lease{Worker: d.Worker, Until: d.LeaseUntil}, false
+			lease, outcome, lastSend = Lease{Worker: d.Worker, Until: d.LeaseUntil}, false, e.Time
 		case events.OutcomeClassified:
 			// A search that did not complete is settled by any send's
 			// confirmed answer (the API replays the key's first
@@ -193,7 +200,27 @@ func Verify(evs []events.Event) []Violation {
 		case events.DeadlineReached:
 			outcome = true
 		case events.Reconciled:
-			if d.Verdict == VerdictNotCharged {
+			switch {
+			case d.Verdict == VerdictCharged && len(d.Entries) == 0:
+				flag(e, RuleChargesOnce, "a charged verdict that lists no charge")
+			case d.Verdict != VerdictCharged && len(d.Entries) > 0:
+				flag(e, RuleChargesOnce, "a %s verdict that lists %d charges", d.Verdict, len(d.Entries))
+			case d.Verdict == VerdictCharged:
+				for _, en := range d.Entries {
+					if purchases.charged[ChargeID(en)] {
+						flag(e, RuleChargesOnce, "charge %s was listed by an earlier reconciliation", ChargeID(en))
+					}
+				}
+			}
+			notCharged := d.Verdict == VerdictNotCharged
+			if until := lastSend.Add(s.Policy.Lease.D()); notCharged && !lastSend.IsZero() && e.Time.Before(until) {
+				// The search of the last send may still run, and is
+				// billed when it ends: no charge yet proves nothing.
+				flag(e, RuleSettledFirst, "not charged at %s, while the search sent at %s could run until %s",
+					e.Time.Format(time.RFC3339Nano), lastSend.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
+				notCharged = false
+			}
+			if notCharged {
 				for _, key := range d.Keys {
 					if k := find(key); k != nil {
 						k.notCharged = true

@@ -152,3 +152,112 @@ func TestVerifyFlagsDoctoredHistories(t *testing.T) {
 		})
 	}
 }
+
+// repurchased returns a clean log of a job whose answer was lost after it
+// was billed (charged_no_result, charge ra), bought again by an operator,
+// and whose second answer was lost too (charge rb): two reconciliations,
+// each listing the charge it found new.
+func repurchased(t *testing.T) []events.Event {
+	j := newJob(t)
+	lost := func(reqID string, entries ...events.LedgerEntry) {
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable", RequestID: reqID})
+		j.now = j.s.Settled()
+		q := j.s.ReconcileQuery()
+		j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs, Entries: entries})
+	}
+	first := events.LedgerEntry{RequestID: "ra", Key: "00000000-0000-4000-8000-000000000002", Pages: 1, BilledPages: 1, AmountMicros: 1000}
+	lost("ra", first)
+	require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+	j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "needed"})
+	key := j.key()
+	lost("rb", first, events.LedgerEntry{RequestID: "rb", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000})
+	require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+	require.Empty(t, aggregate.Verify(j.log))
+	require.Equal(t, 2, aggregate.Purchases(j.log))
+	return j.log
+}
+
+func TestVerifyFlagsDoctoredReconciliations(t *testing.T) {
+	last := func(log []events.Event, typ string) int {
+		for i := len(log) - 1; i >= 0; i-- {
+			if log[i].Type() == typ {
+				return i
+			}
+		}
+		t.Fatalf("no %s", typ)
+		return -1
+	}
+	reconciled := func(l []events.Event, edit func(*events.Reconciled)) []events.Event {
+		i := last(l, events.TypeReconciled)
+		r := l[i].Data.(events.Reconciled)
+		edit(&r)
+		l[i].Data = r
+		return l
+	}
+	tests := []struct {
+		name   string
+		doctor func([]events.Event) []events.Event
+		rule   string
+	}{
+		{"a charge found again", func(l []events.Event) []events.Event {
+			first := l[last(l[:len(l)-3], events.TypeReconciled)].Data.(events.Reconciled).Entries[0]
+			return reconciled(l, func(r *events.Reconciled) { r.Entries = append(r.Entries, first) })
+		}, aggregate.RuleChargesOnce},
+		{"a charged verdict without its charge", func(l []events.Event) []events.Event {
+			return reconciled(l, func(r *events.Reconciled) { r.Entries = nil })
+		}, aggregate.RuleChargesOnce},
+		{"a charge under a not_charged verdict", func(l []events.Event) []events.Event {
+			return reconciled(l, func(r *events.Reconciled) { r.Verdict = aggregate.VerdictNotCharged })
+		}, aggregate.RuleChargesOnce},
+		{"not charged while the search may still run", func(l []events.Event) []events.Event {
+			i := last(l, events.TypeReconciled)
+			l = reconciled(l, func(r *events.Reconciled) { r.Verdict, r.Entries = aggregate.VerdictNotCharged, nil })
+			l[i].Time = l[last(l, events.TypeSent)].Time.Add(5 * time.Second)
+			return l
+		}, aggregate.RuleSettledFirst},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := aggregate.Verify(tt.doctor(repurchased(t)))
+			rules := make([]string, len(v))
+			for i, x := range v {
+				rules[i] = x.Rule
+			}
+			require.Contains(t, rules, tt.rule)
+		})
+	}
+}
+
+func TestVerifyFlagsAJobNotOfItsObservation(t *testing.T) {
+	for name, doctor := range map[string]func(*events.JobScheduled){
+		"another slot":   func(d *events.JobScheduled) { d.Slot = d.Slot.Add(time.Hour) },
+		"another search": func(d *events.JobScheduled) { d.Search.Query = "espresso  scale" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			log := history(t)
+			d := log[0].Data.(events.JobScheduled)
+			doctor(&d)
+			log[0].Data = d
+			v := aggregate.Verify(log)
+			require.Len(t, v, 1)
+			require.Equal(t, aggregate.RuleJobIdentity, v[0].Rule, v[0].Detail)
+		})
+	}
+}
+
+// TestVerifyOneSenderWhateverTheName: the workers of one process share its
+// name, and a restarted process takes it again; a second send inside the
+// lease of one whose outcome is unknown is two senders all the same.
+func TestVerifyOneSenderWhateverTheName(t *testing.T) {
+	j := newJob(t)
+	j.send("w1")
+	j.now = j.now.Add(10 * time.Second)
+	second := j.log[len(j.log)-1]
+	second.Version++
+	second.Time = j.now
+	log := append(append([]events.Event(nil), j.log...), second)
+	v := aggregate.Verify(log)
+	require.NotEmpty(t, v)
+	require.Equal(t, aggregate.RuleConcurrentSend, v[0].Rule)
+}

@@ -87,8 +87,8 @@ func TestDoctoredHistories(t *testing.T) {
 		rules  []string
 	}{
 		{"a gap in the versions", 1, func(h []events.Event) []events.Event {
-			return slices.Delete(h, 3, 4)
-		}, []string{aggregate.RuleGapless}},
+			return slices.Delete(h, 3, 4) // the outcome of the first send: the second is a second sender
+		}, []string{aggregate.RuleGapless, aggregate.RuleConcurrentSend}},
 		{"a key resent past its deadline", 1, func(h []events.Event) []events.Event {
 			i := find(h, events.TypeSent, 1)
 			h[i].Time = h[find(h, events.TypeSent, 0)].Time.Add(14 * time.Minute)
@@ -115,7 +115,8 @@ func TestDoctoredHistories(t *testing.T) {
 			r := s.run().Report()
 			got := rules(r)
 			if tt.rules[0] == aggregate.RuleGapless {
-				got = slices.Compact(got) // every later version is out of place too
+				got = slices.Compact(slices.Sorted(slices.Values(got))) // every later version is out of place too
+				slices.Sort(tt.rules)
 			}
 			require.Equal(t, tt.rules, got)
 			for _, f := range r.Violations {

@@ -131,7 +131,7 @@ func (c *Codec) Decode(b []byte) (Event, error) {
 			return fail(fmt.Errorf("upcast from schema %d: %w", v, err))
 		}
 	}
-	if len(data) == 0 {
+	if len(data) == 0 || string(data) == "null" {
 		return fail(fmt.Errorf("%w: data is missing", ErrMalformed))
 	}
 	p, err := k.decode(data)

@@ -48,6 +48,7 @@ func TestDecodeStrict(t *testing.T) {
 		{"unknown field", raw("Sent", 1, `{"key":"k","colour":"red"}`), events.ErrMalformed, []string{"Sent", "colour", sampleJob}},
 		{"wrong field type", raw("Sent", 1, `{"try":"one"}`), events.ErrMalformed, []string{"Sent", sampleJob}},
 		{"missing data", []byte(`{"type":"Sent","schema":1,"id":"` + sampleID(1) + `","job":"` + sampleJob + `","version":1,"time":"2026-12-02T14:00:00Z"}`), events.ErrMalformed, []string{"Sent", "data is missing"}},
+		{"null data", []byte(`{"type":"ObservationStored","schema":1,"id":"` + sampleID(1) + `","job":"` + sampleJob + `","version":1,"time":"2026-12-02T14:00:00Z","data":null}`), events.ErrMalformed, []string{"ObservationStored", "data is missing"}},
 		{"bad event id", []byte(`{"type":"Sent","schema":1,"id":"nope","job":"` + sampleJob + `","version":1,"time":"2026-12-02T14:00:00Z","data":{}}`), events.ErrMalformed, []string{"Sent", "ULID"}},
 		{"bad job id", []byte(`{"type":"Sent","schema":1,"id":"` + sampleID(1) + `","job":"a.b","version":1,"time":"2026-12-02T14:00:00Z","data":{}}`), events.ErrMalformed, []string{"a.b"}},
 		{"version zero", []byte(`{"type":"Sent","schema":1,"id":"` + sampleID(1) + `","job":"` + sampleJob + `","version":0,"time":"2026-12-02T14:00:00Z","data":{}}`), events.ErrMalformed, []string{"version"}},

@@ -56,10 +56,6 @@ type jobTally struct {
 	status      aggregate.Status
 	purchases   int
 	repurchases int
-	// charged is the most charges one reconciliation of the job found: a
-	// reconciliation looks up every key the job sent, so that is every
-	// charge found so far, and a later one adds only what it finds more.
-	charged int
 }
 
 // doubled reports whether the job's log shows more purchases than one plus
@@ -124,7 +120,7 @@ var _ [16 - len(packedStatuses)]struct{}
 // by a reconciliation (rare: such jobs are kept wide).
 func pack(j jobTally) (packedJob, bool) {
 	code := slices.Index(packedStatuses[:], j.status)
-	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 || j.charged != 0 {
+	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 {
 		return 0, false
 	}
 	return packedJob(code | j.purchases<<4 | j.repurchases<<6), true
@@ -287,8 +283,10 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 		t.c.Rotations[d.Reason]++
 	case events.Reconciled:
 		t.c.Reconciliations[d.Verdict]++
-		for _, en := range d.Entries {
-			t.c.ChargedPages += uint64(max(en.BilledPages, 0))
+		if d.Verdict == aggregate.VerdictCharged {
+			for _, en := range d.Entries {
+				t.c.ChargedPages += uint64(max(en.BilledPages, 0))
+			}
 		}
 	case events.ObservationStored:
 		t.c.Sends[string(aggregate.ClassSuccess)]++ // a success is stored, not classified
@@ -341,15 +339,17 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 }
 
 // count adds what e says of the job's purchases to j, and returns how
-// many purchases e adds: a stored observation one, a reconciliation the
-// charges it found that no earlier one of the job had.
+// many purchases e adds: a stored observation one, a charged
+// reconciliation the charges it lists (at least one). A reconciliation
+// lists only charges the job had not accounted for before
+// (aggregate.Verify checks), so they add up without request ids kept.
 func (j *jobTally) count(e events.Event) int {
 	switch d := e.Data.(type) {
 	case events.Reconciled:
-		if n := max(d.Charges, len(d.Entries), 1); d.Verdict == aggregate.VerdictCharged && n > j.charged {
-			more := n - j.charged
-			j.purchases, j.charged = j.purchases+more, n
-			return more
+		if d.Verdict == aggregate.VerdictCharged {
+			n := max(len(d.Entries), 1)
+			j.purchases += n
+			return n
 		}
 	case events.ObservationStored:
 		j.purchases++

@@ -27,7 +27,7 @@ type modelJob struct {
 	since       time.Time
 	purchases   int
 	repurchases int
-	charged     int // the most charges one reconciliation found
+	charges     map[string]bool // aggregate.ChargeID of the charges found
 }
 
 func (j *modelJob) doubled() bool { return j.purchases > 1+j.repurchases }
@@ -59,13 +59,27 @@ func (t *modelTally) Apply(r projections.Record) {
 		t.c.Rotations[d.Reason]++
 	case events.Reconciled:
 		t.c.Reconciliations[d.Verdict]++
-		if n := max(d.Charges, len(d.Entries), 1); d.Verdict == aggregate.VerdictCharged && n > j.charged {
-			t.c.Purchases += uint64(n - j.charged)
-			j.purchases += n - j.charged
-			j.charged = n
+		if d.Verdict == aggregate.VerdictCharged {
+			n := 0 // charges not seen before, as aggregate.Purchases counts
+			for _, en := range d.Entries {
+				if !j.charges[aggregate.ChargeID(en)] {
+					if j.charges == nil {
+						j.charges = map[string]bool{}
+					}
+					j.charges[aggregate.ChargeID(en)] = true
+					n++
+				}
+			}
+			if len(d.Entries) == 0 {
+				n = 1 // a charge recorded without its entry
+			}
+			t.c.Purchases += uint64(n)
+			j.purchases += n
 		}
 		for _, en := range d.Entries {
-			t.c.ChargedPages += uint64(max(en.BilledPages, 0))
+			if d.Verdict == aggregate.VerdictCharged {
+				t.c.ChargedPages += uint64(max(en.BilledPages, 0))
+			}
 		}
 	case events.ObservationStored:
 		t.c.Sends[string(aggregate.ClassSuccess)]++

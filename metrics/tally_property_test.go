@@ -158,7 +158,9 @@ func randomEvent(rng *rand.Rand, ids jobIDs) events.Event {
 	case 7:
 		r := events.Reconciled{Verdict: pick(aggregate.VerdictCharged, aggregate.VerdictNotCharged)}
 		for range rng.IntN(3) {
-			r.Entries = append(r.Entries, events.LedgerEntry{BilledPages: rng.IntN(4) - 1})
+			// Each charge once: a reconciliation lists only charges the
+			// job had not accounted for (aggregate.Verify checks).
+			r.Entries = append(r.Entries, events.LedgerEntry{RequestID: fmt.Sprintf("req_%x", rng.Uint64()), BilledPages: rng.IntN(4) - 1})
 		}
 		data = r
 	case 8, 9:

@@ -3,6 +3,7 @@ package projections
 import (
 	"time"
 
+	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 )
 
@@ -96,7 +97,7 @@ func Targets(e events.Event) []Target {
 			add(KeyTarget(en.Key))
 		}
 		add(job)
-		if len(d.Entries) > 0 {
+		if d.Verdict == aggregate.VerdictCharged || len(d.Entries) > 0 {
 			add(day)
 		}
 	case events.ObservationStored:

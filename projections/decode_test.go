@@ -152,3 +152,17 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeRefusesNullData: "data":null is no payload, for both decoders.
+func TestDecodeRefusesNullData(t *testing.T) {
+	for _, typ := range []string{events.TypeJobScheduled, events.TypeObservationStored, events.TypeSent} {
+		b := []byte(`{"type":"` + typ + `","schema":1,"id":"01M8VGW5R00000000000000002","job":"3f1c9a7e5b2d4c6e8a0b1c2d3e4f5a6b","version":2,"time":"2026-12-02T14:00:00Z","data":null}`)
+		_, werr := events.Decode(b)
+		require.ErrorIs(t, werr, events.ErrMalformed, typ)
+		_, gerr := projections.Decode(b)
+		require.Error(t, gerr, typ)
+		require.Equal(t, werr.Error(), gerr.Error())
+		_, lerr := projections.DecodeLight(b)
+		require.Error(t, lerr, typ)
+	}
+}

@@ -142,17 +142,16 @@ func (j *JobLedger) apply(r Record) {
 			j.Replays++
 		}
 	case events.Reconciled:
+		if d.Verdict != aggregate.VerdictCharged {
+			break // lists no charge (aggregate.Verify checks)
+		}
 		before := len(j.Charges)
 		for _, en := range d.Entries {
 			j.Charges = appendCharge(j.Charges, en)
 		}
-		switch {
-		case d.Verdict != aggregate.VerdictCharged:
-		case len(d.Entries) == 0:
+		if len(d.Entries) == 0 {
 			j.Purchases++ // a charge recorded without its entries
-		default:
-			// Every charge found that no earlier reconciliation had (a
-			// later one looks up the earlier keys again).
+		} else {
 			j.Purchases += len(j.Charges) - before
 		}
 	case events.RepurchaseAuthorized:
@@ -204,9 +203,12 @@ func (d *DayLedger) apply(r Record) {
 			d.Replays++
 		}
 	case events.Reconciled:
-		if p.Verdict == aggregate.VerdictCharged {
-			d.ChargedNoResult++
+		if p.Verdict != aggregate.VerdictCharged {
+			break
 		}
+		// A charged verdict lists only charges the job had not accounted
+		// for before (aggregate.Verify checks): the day adds them up.
+		d.ChargedNoResult++
 		for _, en := range p.Entries {
 			d.ChargedPages += en.BilledPages
 			d.ChargedAmountMicros += en.AmountMicros
@@ -229,11 +231,11 @@ func appendNew(list []string, v string) []string {
 	return append(list, v)
 }
 
-// appendCharge adds a ledger entry unless its request id is already there:
-// a charge counts once however often it is found.
+// appendCharge adds a ledger entry unless its charge (aggregate.ChargeID)
+// is already there: a charge counts once however often it is found.
 func appendCharge(list []events.LedgerEntry, en events.LedgerEntry) []events.LedgerEntry {
 	for _, x := range list {
-		if x.RequestID == en.RequestID && x.Key == en.Key {
+		if aggregate.ChargeID(x) == aggregate.ChargeID(en) {
 			return list
 		}
 	}
