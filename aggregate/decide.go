@@ -143,7 +143,7 @@ func (b *emitter) due(in Due) error {
 		b.add(events.DeadlineReached{Key: cur.Key, Deadline: cur.Deadline, Reason: ReasonReplayDeadline})
 		return nil
 	}
-	if age := AgeDeadline(s.Policy, s.ScheduledAt); !now.Before(age) {
+	if age := AgeDeadline(s.Policy, s.AgeStart()); !now.Before(age) {
 		if cur.Unresolved() {
 			b.add(events.DeadlineReached{Key: cur.Key, Deadline: age, Reason: ReasonAgeBudget})
 		} else {
@@ -203,7 +203,7 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 		next := now.Add(Backoff(s.Policy, s.Retries, Jitter(s.JobID, s.Sends), in.RetryAfter))
 		// Never plan a resend past the key's deadline: at the deadline the
 		// job goes to reconciliation instead.
-		next = earliest(next, cur.Deadline, AgeDeadline(s.Policy, s.ScheduledAt))
+		next = earliest(next, cur.Deadline, AgeDeadline(s.Policy, s.AgeStart()))
 		classified.NextRunAt = next
 		b.add(classified)
 	case ActionRetryNewKey:
@@ -229,7 +229,7 @@ func (b *emitter) budgetLeft(next time.Time) string {
 	if len(s.Attempts) >= s.Policy.MaxKeys+s.Repurchases {
 		return ReasonKeyBudget
 	}
-	if !next.Before(AgeDeadline(s.Policy, s.ScheduledAt)) {
+	if !next.Before(AgeDeadline(s.Policy, s.AgeStart())) {
 		return ReasonAgeBudget
 	}
 	return ""

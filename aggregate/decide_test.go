@@ -310,6 +310,26 @@ func TestBudgets(t *testing.T) {
 		evs := j.must(aggregate.Outcome{Key: key, Try: try, Status: 503, Code: "service_unavailable"})
 		require.Equal(t, aggregate.ReasonAgeBudget, evs[1].Data.(events.JobFailed).Reason)
 	})
+	t.Run("age counts from a slot ordered ahead", func(t *testing.T) {
+		// A command for a slot two days on: waiting for the slot is not
+		// trying, so the job buys at its slot and has its whole budget.
+		j := &job{t: t, d: aggregate.Decider{Table: aggregate.DefaultTable()}, ids: &seqIDs{}, now: t0}
+		sched, err := aggregate.NewSchedule(aggregate.ScheduleCommand{
+			Slot: t0.Add(48 * time.Hour).Format(time.RFC3339), Query: "espresso scale", Country: "US", Language: "en", Device: "mobile",
+		}, aggregate.DefaultPolicy(), "test")
+		require.NoError(t, err)
+		j.must(sched)
+		j.waitDue()
+		require.Equal(t, t0.Add(48*time.Hour), j.now)
+		key, try := j.send("w1")
+		j.now = j.now.Add(23 * time.Hour)
+		evs := j.must(aggregate.Outcome{Key: key, Try: try, Status: 503, Code: "service_unavailable", RequestID: "r1"})
+		require.Equal(t, "retry_new_key", evs[0].Data.(events.OutcomeClassified).Action, "within the budget")
+		j.now = t0.Add(72 * time.Hour)
+		evs = j.must(aggregate.Due{Worker: "w1"})
+		require.Equal(t, aggregate.ReasonAgeBudget, evs[0].Data.(events.JobFailed).Reason, "a day after its slot")
+		require.Empty(t, aggregate.Verify(j.log))
+	})
 	t.Run("age with an unknown outcome reconciles first", func(t *testing.T) {
 		p := aggregate.DefaultPolicy()
 		p.MaxAge = events.Duration(5 * time.Minute)

@@ -62,9 +62,20 @@ func KeyDeadline(p events.RetryPolicy, firstSend time.Time) time.Time {
 	return firstSend.Add(p.ReplayWindow.D() - p.SafetyMargin.D())
 }
 
-// AgeDeadline is the last moment a job may start a new purchase attempt.
-func AgeDeadline(p events.RetryPolicy, scheduledAt time.Time) time.Time {
-	return scheduledAt.Add(p.MaxAge.D())
+// AgeDeadline is the last moment a job may start a new purchase attempt:
+// its age budget after start (State.AgeStart).
+func AgeDeadline(p events.RetryPolicy, start time.Time) time.Time {
+	return start.Add(p.MaxAge.D())
+}
+
+// AgeStart is when the job's age budget starts: when it was scheduled, or
+// its slot if that is later. Waiting for its slot is not trying: a job
+// ordered a week ahead has its whole budget at its slot.
+func (s State) AgeStart() time.Time {
+	if s.Slot.After(s.ScheduledAt) {
+		return s.Slot
+	}
+	return s.ScheduledAt
 }
 
 // Backoff is the delay before the next send after n retries: exponential

@@ -139,6 +139,15 @@ func TestPending(t *testing.T) {
 	reconciling.Send()
 	reconciling.Reply(aggregate.Outcome{Status: 409, Code: "idempotency_replay_unavailable", RequestID: "r"})
 	lease := aggregate.DefaultPolicy().Lease.D()
+	// A wait no decision plans: a month, past the job's day of age.
+	parked := projectionstest.NewJob(t, ids, "parked", t0)
+	parked.Send()
+	parked.Reply(aggregate.Outcome{Unknown: "connection_reset"})
+	last := &parked.Log[len(parked.Log)-1]
+	o := last.Data.(events.OutcomeClassified)
+	o.NextRunAt = t0.Add(30 * 24 * time.Hour)
+	last.Data = o
+	parked.S = aggregate.Fold(parked.Log)
 
 	tests := []struct {
 		name    string
@@ -160,6 +169,9 @@ func TestPending(t *testing.T) {
 		{"reconciling", reconciling, reconciling.Now.Add(lease + time.Minute), "reconciling since 2026-12-02T14:02:00Z", ""},
 		{"reconciling for an hour", reconciling, reconciling.Now.Add(time.Hour), "",
 			"reconciling since 2026-12-02T14:02:00Z, over 15m0s ago"},
+		{"parked within its age budget", parked, t0.Add(time.Hour), "retrying, waiting until 2027-01-01T14:00:00Z", ""},
+		{"parked past its age budget", parked, t0.Add(48 * time.Hour), "",
+			"retrying, waiting until 2027-01-01T14:00:00Z, past its age budget, which ended at 2026-12-03T14:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -158,6 +158,12 @@ func Pending(s aggregate.State, now time.Time, stuckAfter time.Duration) (pendin
 	n := s.Next(now)
 	switch n.Step {
 	case aggregate.StepWait:
+		// No decision plans a wait past the job's age budget (its lease
+		// at most): a job parked beyond it once that has passed is stuck.
+		age := aggregate.AgeDeadline(s.Policy, s.AgeStart())
+		if n.At.After(age.Add(s.Policy.Lease.D())) && now.Sub(age) > stuckAfter {
+			return "", fmt.Sprintf("%s, waiting until %s, past its age budget, which ended at %s", s.Status, stamp(n.At), stamp(age))
+		}
 		return fmt.Sprintf("%s, waiting until %s", s.Status, stamp(n.At)), ""
 	case aggregate.StepReconcile:
 		// A reconciling job may ask the ledger once its last search must
