@@ -16,6 +16,7 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/worker"
@@ -31,6 +32,8 @@ type World struct {
 	JS         jetstream.JetStream
 	// Histories are the jobs' logs, read from SERP_EVENTS.
 	Histories map[string][]events.Event
+	// Log is SERP_EVENTS in order, with stream sequences.
+	Log []projections.Record
 	// Stats are the sandbox's counters and books.
 	Stats sandbox.Stats
 }
@@ -108,6 +111,9 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 			return nil
 		}
 		w.Histories[job] = append(w.Histories[job], ev)
+		if meta, err := m.Metadata(); err == nil {
+			w.Log = append(w.Log, projections.Record{Seq: meta.Sequence.Stream, Event: ev})
+		}
 		rep.Events++
 		return nil
 	})
@@ -122,9 +128,16 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	// and each is a job or a recorded rejection with the right reason.
 	ids := map[string]bool{}
 	want := map[string]bool{}
+	published := map[string]command{}
+	for _, c := range r.cmds {
+		published[c.id] = c
+	}
 	for _, c := range cmds {
 		ids[c.id] = true
 		job, reason := JobOf(c.payload), rejectReason(c.payload)
+		if v := spelling(published[c.id], job); v != "" {
+			rep.violation("command %d: %s", c.seq, v)
+		}
 		rej, isRejected := rejected[c.seq]
 		switch {
 		case job != "" && isRejected:
@@ -203,6 +216,9 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 		rep.violation("%d keys were sent again after the provider forgot them: past their window (promise 3)", w.Stats.Forgotten)
 	}
 	rep.Jobs = len(want)
+	if v := observations(r.cmds, rep.Jobs); v != "" {
+		rep.violation("%s", v)
+	}
 	rep.sandbox(w.Stats)
 
 	for _, c := range checks {
@@ -313,4 +329,31 @@ func (r *run) checkLateExecutions(ctx context.Context, deadlines map[string]time
 		}
 	}
 	r.rep.LedgerChecked = len(entries)
+}
+
+// spelling checks that a command became the job the run drew it for: a
+// command spelled another way (spaces, case, a slot in another zone) is
+// the same observation, so the same job (promise 1). The engine's own
+// rules map a command to its job here, so only the run knows which job
+// each spelling must be; "" when it is right or the run did not draw it.
+func spelling(drawn command, job string) string {
+	if drawn.job == "" || drawn.job == job {
+		return ""
+	}
+	return fmt.Sprintf("it spells the observation of job %s but maps to job %s: one observation, two jobs (promise 1)", drawn.job, job)
+}
+
+// observations checks that the run's valid commands made one job per
+// observation drawn.
+func observations(drawn []command, jobs int) string {
+	distinct := map[string]bool{}
+	for _, c := range drawn {
+		if c.job != "" {
+			distinct[c.job] = true
+		}
+	}
+	if jobs != len(distinct) {
+		return fmt.Sprintf("%d observations were ordered and %d jobs made of them (promise 1)", len(distinct), jobs)
+	}
+	return ""
 }

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
@@ -77,56 +77,93 @@ func firstLine(s string) string {
 	return s
 }
 
-// ProjectionCheck compares every job's value in the serp_status bucket
-// with the view of a fold of its log (promise 6), once the projection has
-// caught up with the log.
-type ProjectionCheck struct{}
+// ProjectionCheck compares every value of the projection buckets
+// (serp_status, serp_ledger, serp_observations) with the value a fold of
+// the whole log gives it, both ways: a value missing, one no event made,
+// and one that differs are each a broken promise 6. The projection may
+// still be catching up when the check starts, so it looks again for up to
+// Wait (a minute when 0).
+type ProjectionCheck struct {
+	Wait time.Duration
+}
 
 func (ProjectionCheck) Name() string { return "projections" }
 
-func (ProjectionCheck) Check(ctx context.Context, w *World) CheckResult {
-	kv, err := w.JS.KeyValue(ctx, projections.StatusBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+func (c ProjectionCheck) Check(ctx context.Context, w *World) CheckResult {
+	if _, err := w.JS.KeyValue(ctx, projections.StatusBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
 		return CheckResult{Skipped: "no " + projections.StatusBucket + " bucket: no projection runs in this deployment"}
-	}
-	if err != nil {
+	} else if err != nil {
 		return CheckResult{Violations: []string{err.Error()}}
 	}
-	var res CheckResult
-	deadline := time.Now().Add(time.Minute)
-	checked := 0
-	for job, evs := range w.Histories {
-		want := projections.ViewOf(aggregate.Fold(evs))
-		for {
-			got, err := statusOf(ctx, kv, job)
-			if err == nil && got.Version == want.Version {
-				if a, b := jsonOf(got), jsonOf(want); a != b {
-					res.Violations = append(res.Violations, fmt.Sprintf("job %s: serp_status holds %s, a fold of the log gives %s", job, a, b))
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				res.Violations = append(res.Violations, fmt.Sprintf("job %s: serp_status is at version %d (%v), the log at %d", job, got.Version, err, want.Version))
-				break
-			}
-			time.Sleep(200 * time.Millisecond) // the projection is catching up
-		}
-		checked++
-	}
-	res.Summary = fmt.Sprintf("serp_status of %d jobs against a fold of their log", checked)
-	return res
-}
-
-func statusOf(ctx context.Context, kv jetstream.KeyValue, job string) (projections.JobView, error) {
-	var v projections.JobView
-	e, err := kv.Get(ctx, job)
+	want, err := projections.New(projections.Config{}).Build(w.Log)
 	if err != nil {
-		return v, err
+		return CheckResult{Violations: []string{"a fold of the log: " + err.Error()}}
 	}
-	return v, json.Unmarshal(e.Value(), &v)
+	wait := c.Wait
+	if wait <= 0 {
+		wait = time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		diffs, err := projectionDiffs(ctx, w.JS, want)
+		if err == nil && len(diffs) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			res := CheckResult{Summary: fmt.Sprintf("%d values of %s against a fold of the log", len(want),
+				strings.Join(projections.Buckets(), ", "))}
+			if err != nil {
+				res.Violations = append(res.Violations, err.Error())
+			}
+			if len(diffs) > maxDiffs {
+				diffs = append(diffs[:maxDiffs], fmt.Sprintf("... and %d more", len(diffs)-maxDiffs))
+			}
+			res.Violations = append(res.Violations, diffs...)
+			return res
+		}
+		time.Sleep(200 * time.Millisecond) // the projection is catching up
+	}
 }
 
-func jsonOf(v projections.JobView) string {
-	b, _ := json.Marshal(v)
-	return string(b)
+// maxDiffs bounds the differences a projection check lists.
+const maxDiffs = 20
+
+// projectionDiffs lists every value of the projection buckets that is not
+// the one in want, and every value of want that is missing.
+func projectionDiffs(ctx context.Context, js jetstream.JetStream, want map[projections.Target][]byte) ([]string, error) {
+	var diffs []string
+	seen := map[projections.Target]bool{}
+	for _, bucket := range projections.Buckets() {
+		kv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", bucket, err)
+		}
+		keys, err := kv.ListKeys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: list keys: %w", bucket, err)
+		}
+		for key := range keys.Keys() {
+			t := projections.Target{Bucket: bucket, Key: key}
+			seen[t] = true
+			e, err := kv.Get(ctx, key)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				seen[t] = false // deleted meanwhile
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: get %s: %w", bucket, key, err)
+			}
+			w, ok := want[t]
+			switch {
+			case !ok:
+				diffs = append(diffs, fmt.Sprintf("%s holds %s, which no event of the log makes", bucket, key))
+			case string(w) != string(e.Value()):
+				diffs = append(diffs, fmt.Sprintf("%s %s holds %s, a fold of the log gives %s", bucket, key, e.Value(), w))
+			}
+		}
+	}
+	for t := range want {
+		if !seen[t] {
+			diffs = append(diffs, fmt.Sprintf("%s has no %s, which a fold of the log makes", t.Bucket, t.Key))
+		}
+	}
+	slices.Sort(diffs)
+	return diffs, nil
 }
