@@ -29,15 +29,24 @@ type AccountStatus struct {
 	WaitingWhy  map[string]int  `json:"waiting_by_reason,omitempty"`
 }
 
+// ValidateAccount checks an API account's name: "" (the default account)
+// or 1 to 64 characters of [a-z0-9_-], as commands name it.
+func ValidateAccount(name string) error {
+	if name != "" && events.ValidateJobID(name) != nil {
+		return fmt.Errorf("account name %q is not 1 to 64 characters of [a-z0-9_-]", name)
+	}
+	return nil
+}
+
 // SetLimits stores an account's limits; every limiter applies them at once.
 func SetLimits(ctx context.Context, js jetstream.JetStream, account string, lim accounts.Limits) error {
 	if err := lim.Validate(); err != nil {
 		return fmt.Errorf("account %q: %w", account, err)
 	}
-	acct := accountKey(account)
-	if err := events.ValidateJobID(acct); err != nil {
-		return fmt.Errorf("account name: %w", err)
+	if err := ValidateAccount(account); err != nil {
+		return err
 	}
+	acct := accountKey(account)
 	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
 	if err != nil {
 		return err

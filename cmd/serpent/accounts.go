@@ -43,12 +43,12 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	var nf natsFlags
 	nf.register(fs)
 	out := outputFlag(fs)
-	inFlight := fs.Int("max-in-flight", -1, "set: searches in flight at once over every worker (0: no limit)")
-	rate := fs.Float64("rate", -1, "set: searches a second on average (0: no limit)")
-	burst := fs.Int("burst", -1, "set: searches that may start at once above the rate")
-	pages := fs.Int("daily-pages", -1, "set: pages the account may buy a UTC day (0: no limit)")
-	micros := fs.Int64("daily-micros", -1, "set: micro-dollars the account may spend a UTC day (0: no limit)")
-	price := fs.Int64("price-micros", -1, "set: price of a page in micro-dollars (default 1000)")
+	inFlight := fs.Int("max-in-flight", 0, "set: searches in flight at once over every worker (0: no limit)")
+	rate := fs.Float64("rate", 0, "set: searches a second on average (0: no limit)")
+	burst := fs.Int("burst", 0, "set: searches that may start at once above the rate")
+	pages := fs.Int("daily-pages", 0, "set: pages the account may buy a UTC day (0: no limit)")
+	micros := fs.Int64("daily-micros", 0, "set: micro-dollars the account may spend a UTC day (0: no limit)")
+	price := fs.Int64("price-micros", 0, "set: price of a page in micro-dollars (0: the default, 1000)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), accountsUsage); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -68,27 +68,32 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	switch {
 	case len(pos) == 0:
 	case pos[0] == "set" && len(pos) == 2:
-		lim, err := currentLimits(ctx, js, pos[1])
+		account := pos[1]
+		if err := worker.ValidateAccount(account); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		lim, _, err := currentLimits(ctx, js, account)
 		if err != nil {
 			return err
 		}
-		for _, f := range []struct {
-			given bool
-			set   func()
-		}{
-			{*inFlight >= 0, func() { lim.MaxInFlight = *inFlight }},
-			{*rate >= 0, func() { lim.RatePerSec = *rate }},
-			{*burst >= 0, func() { lim.Burst = *burst }},
-			{*pages >= 0, func() { lim.DailyPages = *pages }},
-			{*micros >= 0, func() { lim.DailyMicros = *micros }},
-			{*price >= 0, func() { lim.PriceMicros = *price }},
-		} {
-			if f.given {
-				f.set()
-			}
+		set := map[string]func(){
+			"max-in-flight": func() { lim.MaxInFlight = *inFlight },
+			"rate":          func() { lim.RatePerSec = *rate },
+			"burst":         func() { lim.Burst = *burst },
+			"daily-pages":   func() { lim.DailyPages = *pages },
+			"daily-micros":  func() { lim.DailyMicros = *micros },
+			"price-micros":  func() { lim.PriceMicros = *price },
 		}
-		if err := worker.SetLimits(ctx, js, pos[1], lim); err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
+		fs.Visit(func(f *flag.Flag) {
+			if s, ok := set[f.Name]; ok {
+				s()
+			}
+		})
+		if err := lim.Validate(); err != nil {
+			return fmt.Errorf("%w: account %q: %v", errUsage, account, err)
+		}
+		if err := worker.SetLimits(ctx, js, account, lim); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("%w: accounts takes no arguments, or: set ACCOUNT [flags]", errUsage)
@@ -111,20 +116,25 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	return tw.Flush()
 }
 
-func currentLimits(ctx context.Context, js jetstream.JetStream, account string) (accounts.Limits, error) {
+// currentLimits reads an account's stored limits, and whether it has any
+// stored (limits lifted with "accounts set" are stored, as none).
+func currentLimits(ctx context.Context, js jetstream.JetStream, account string) (accounts.Limits, bool, error) {
 	var lim accounts.Limits
 	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
 	if err != nil {
-		return lim, fmt.Errorf("bucket %s: %w (start serpent run once to provision it)", snats.AccountsBucket, err)
+		return lim, false, fmt.Errorf("bucket %s: %w (start serpent run once to provision it)", snats.AccountsBucket, err)
+	}
+	if account == "" {
+		account = "default"
 	}
 	e, err := kv.Get(ctx, "limits."+account)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return lim, nil
+		return lim, false, nil
 	}
 	if err != nil {
-		return lim, err
+		return lim, false, fmt.Errorf("limits of account %q: %w", account, err)
 	}
-	return lim, json.Unmarshal(e.Value(), &lim)
+	return lim, true, json.Unmarshal(e.Value(), &lim)
 }
 
 func ofLimit(n, limit int) string {

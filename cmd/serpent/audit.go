@@ -80,7 +80,7 @@ and twice. Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if _, err := parseArgs(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

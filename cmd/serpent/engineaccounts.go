@@ -61,9 +61,9 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 		}
 		out[d.Name] = client
 		if d.Limits != nil {
-			if have, err := currentLimits(ctx, js, d.Name); err != nil {
+			if _, stored, err := currentLimits(ctx, js, d.Name); err != nil {
 				return nil, nil, err
-			} else if have.Unlimited() {
+			} else if !stored {
 				if err := worker.SetLimits(ctx, js, d.Name, *d.Limits); err != nil {
 					return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 				}

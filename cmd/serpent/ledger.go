@@ -41,7 +41,7 @@ provider's own ledger. Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if _, err := parseArgs(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

@@ -5,15 +5,29 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
 // progressFlag is --progress: auto (a bar when stderr is a terminal),
-// always, or never.
+// always, or never; anything else is refused.
 func progressFlag(fs *flag.FlagSet) *string {
-	return fs.String("progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
+	mode := "auto"
+	fs.Func("progress", "progress bar on stderr: auto (when stderr is a terminal), always or never (default auto)", func(s string) error {
+		switch s {
+		case "auto", "always", "never":
+			mode = s
+			return nil
+		}
+		if on, err := strconv.ParseBool(s); err == nil { // --progress=false
+			mode = map[bool]string{true: "always", false: "never"}[on]
+			return nil
+		}
+		return fmt.Errorf("%q: use auto, always or never", s)
+	})
+	return &mode
 }
 
 // progress draws a one-line progress bar on stderr, at most ten times a

@@ -62,7 +62,7 @@ func runRebuild(ctx context.Context, args []string, env func(string) string, std
 	ttl := fs.Duration("lease-ttl", 10*time.Second, "the projection runners' lease TTL")
 	replicas := fs.Int("replicas", 1, "replicas of the buckets, if they must be created")
 	prog := progressFlag(fs)
-	if _, err := parseArgs(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -98,7 +98,7 @@ func runLag(ctx context.Context, args []string, env func(string) string, stdout,
 	var nf natsFlags
 	nf.register(fs)
 	out := outputFlag(fs)
-	if _, err := parseArgs(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

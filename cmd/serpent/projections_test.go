@@ -136,6 +136,9 @@ func (v *views) jsonOutput(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	require.Len(t, list, 3)
 	require.NotContains(t, out, `"fold"`, "the runner's working state is not part of the view")
+	for i := 1; i < len(list); i++ {
+		require.False(t, list[i].Updated.After(list[i-1].Updated), "newest first, as the README says")
+	}
 
 	out, err = cli(t, url, "ledger", "-o", "json")
 	require.NoError(t, err)

@@ -94,6 +94,16 @@ func runHelp(ctx context.Context, args []string, env func(string) string, stdout
 	return err
 }
 
+// parseFlags parses a command that takes flags only: a word that is no
+// flag (a day or a job id without its flag) is refused, not ignored.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("takes flags only, not %q (see -h)", strings.Join(pos, " "))
+	}
+	return err
+}
+
 // parseArgs parses flags that may come before or after the positional
 // arguments ("serpent cancel JOB --reason r"), which the flag package alone
 // stops at; it returns the positional arguments.

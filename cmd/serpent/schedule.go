@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -46,11 +47,29 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return fmt.Errorf("%w: schedule: %v", errUsage, err)
+	}
+	if len(pos) > 0 {
+		// A query of several words without quotes would otherwise buy
+		// its first word, now.
+		return fmt.Errorf("%w: schedule takes flags only, not %q (quote a query of several words: --query \"espresso scale\")", errUsage, strings.Join(pos, " "))
+	}
+	if *file != "" {
+		var search []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "slot", "query", "country", "language", "device", "limit", "account", "priority":
+				search = append(search, "--"+f.Name)
+			}
+		})
+		if len(search) > 0 {
+			return fmt.Errorf("%w: -f publishes the file's command as it is; %s would be ignored", errUsage, strings.Join(search, ", "))
+		}
 	}
 	var payload []byte
 	switch {

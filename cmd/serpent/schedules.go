@@ -84,12 +84,15 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 		if len(rest) > 0 {
 			return fmt.Errorf("%w: schedules create takes flags, not %q", errUsage, rest)
 		}
-		for s, t := range map[string]*time.Time{start: &d.Start, end: &d.End} {
-			if s == "" {
+		for _, f := range []struct {
+			flag, value string
+			t           *time.Time
+		}{{"--start", start, &d.Start}, {"--end", end, &d.End}} {
+			if f.value == "" {
 				continue
 			}
-			if *t, err = time.Parse(time.RFC3339, s); err != nil {
-				return fmt.Errorf("%w: %q is not an RFC 3339 time", errUsage, s)
+			if *f.t, err = time.Parse(time.RFC3339, f.value); err != nil {
+				return fmt.Errorf("%w: %s %q is not an RFC 3339 time", errUsage, f.flag, f.value)
 			}
 		}
 		payload, _ = json.Marshal(d)
@@ -123,9 +126,12 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	}
 	switch op {
 	case "list":
-		var recs []worker.Record
+		recs := []worker.Record{} // none prints [], as status and ledger do
 		if err := json.Unmarshal(msg.Data, &recs); err != nil {
 			return err
+		}
+		if recs == nil {
+			recs = []worker.Record{}
 		}
 		if out.json() {
 			return printJSON(stdout, recs)

@@ -32,6 +32,11 @@ func TestSchedulesCommand(t *testing.T) {
 	require.ErrorContains(t, err, `same observations as schedule "espresso"`)
 	_, err = cli(t, r.natsURL, "schedules", "create", "--id", "berlin", "--schedule", "@daily", "--time-zone", "Berlin/Mitte", "--query", "q")
 	require.ErrorContains(t, err, "unknown time zone")
+	// The same time for both ends is an empty window (it once lost --start
+	// and became a schedule open until --end).
+	_, err = cli(t, r.natsURL, "schedules", "create", "--id", "empty", "--schedule", "@daily", "--query", "q",
+		"--start", "2027-03-01T00:00:00Z", "--end", "2027-03-01T00:00:00Z")
+	require.ErrorContains(t, err, "end must be after start")
 
 	out, err := cli(t, r.natsURL, "schedules", "list")
 	require.NoError(t, err)

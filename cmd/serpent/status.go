@@ -97,7 +97,7 @@ Shows one job's status, or lists every job (only those in state S with
 		return err
 	}
 	slices.SortFunc(jobs, func(a, b statusOut) int {
-		return cmp.Or(a.Updated.Compare(b.Updated), cmp.Compare(a.JobID, b.JobID))
+		return cmp.Or(b.Updated.Compare(a.Updated), cmp.Compare(a.JobID, b.JobID)) // newest first
 	})
 	if out.json() {
 		if jobs == nil {
