@@ -1,11 +1,16 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,9 +32,11 @@ import (
 type World struct {
 	NATSURL    string
 	SandboxURL string
-	Binary     string
-	Dir        string
-	JS         jetstream.JetStream
+	// Token is the sandbox's bearer token, a secret of the run.
+	Token  string
+	Binary string
+	Dir    string
+	JS     jetstream.JetStream
 	// Histories are the jobs' logs, read from SERP_EVENTS.
 	Histories map[string][]events.Event
 	// Log is SERP_EVENTS in order, with stream sequences.
@@ -62,7 +69,7 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	rep := r.rep
-	w := &World{NATSURL: r.natsURL, SandboxURL: r.sbURL, Binary: r.bin, Dir: r.dir, JS: r.js, Histories: map[string][]events.Event{}}
+	w := &World{NATSURL: r.natsURL, SandboxURL: r.sbURL, Token: r.token, Binary: r.bin, Dir: r.dir, JS: r.js, Histories: map[string][]events.Event{}}
 
 	// The commands, the rejections and the log.
 	type cmdMsg struct {
@@ -98,6 +105,7 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 		}
 		rejected[seq] = rejection{m.Headers().Get(worker.HeaderRejectReason), m.Data()}
 		rep.Rejections[m.Headers().Get(worker.HeaderRejectReason)]++
+		r.holdsToken("rejection of command "+strconv.FormatUint(seq, 10), m)
 		return nil
 	})
 	if err != nil {
@@ -105,6 +113,7 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	}
 	err = readAll(ctx, r.js, snats.EventStream, snats.EventSubjectPrefix+">", func(m jetstream.Msg) error {
 		job := strings.TrimPrefix(m.Subject(), snats.EventSubjectPrefix)
+		r.holdsToken("an event of job "+job, m)
 		ev, err := events.Decode(m.Data())
 		if err != nil {
 			rep.violation("job %s: unreadable event: %v", job, err)
@@ -120,7 +129,7 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	if err != nil {
 		return err
 	}
-	if w.Stats, err = fetchStats(ctx, r.sbURL); err != nil {
+	if w.Stats, err = fetchStats(ctx, r.sbURL, r.token); err != nil {
 		return err
 	}
 
@@ -209,6 +218,7 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 		}
 	}
 	r.checkLateExecutions(ctx, deadlines)
+	r.logsHoldToken()
 	if w.Stats.BodyViolations > 0 {
 		rep.violation("%d requests carried another body under a known key (promise 3)", w.Stats.BodyViolations)
 	}
@@ -257,13 +267,13 @@ func rejectReason(payload []byte) string {
 }
 
 // fetchStats reads the sandbox's counters and books.
-func fetchStats(ctx context.Context, base string) (sandbox.Stats, error) {
+func fetchStats(ctx context.Context, base, token string) (sandbox.Stats, error) {
 	var st sandbox.Stats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sandbox/stats", nil)
 	if err != nil {
 		return st, err
 	}
-	req.Header.Set("Authorization", "Bearer "+sandbox.DefaultToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return st, fmt.Errorf("chaos: sandbox stats: %w", err)
@@ -278,7 +288,7 @@ func fetchStats(ctx context.Context, base string) (sandbox.Stats, error) {
 // chargedIDs asks the sandbox's billing ledger for the request ids of the
 // charges of a job's keys.
 func (r *run) chargedIDs(ctx context.Context, s aggregate.State) []string {
-	c, err := serper.New(serper.Config{BaseURL: r.sbURL, Token: sandbox.DefaultToken, Timeout: 10 * time.Second, AllowShortTimeout: true})
+	c, err := serper.New(serper.Config{BaseURL: r.sbURL, Token: r.token, Timeout: 10 * time.Second, AllowShortTimeout: true})
 	if err != nil {
 		return nil
 	}
@@ -306,7 +316,7 @@ func (r *run) checkLateExecutions(ctx context.Context, deadlines map[string]time
 	if len(deadlines) == 0 {
 		return
 	}
-	c, err := serper.New(serper.Config{BaseURL: r.sbURL, Token: sandbox.DefaultToken, Timeout: 30 * time.Second, AllowShortTimeout: true})
+	c, err := serper.New(serper.Config{BaseURL: r.sbURL, Token: r.token, Timeout: 30 * time.Second, AllowShortTimeout: true})
 	if err != nil {
 		r.rep.violation("ledger: %v", err)
 		return
@@ -356,4 +366,42 @@ func observations(drawn []command, jobs int) string {
 		return fmt.Sprintf("%d observations were ordered and %d jobs made of them (promise 1)", len(distinct), jobs)
 	}
 	return ""
+}
+
+// secretToken draws a run's sandbox token: no one else knows it.
+func secretToken() string {
+	b := make([]byte, 24)
+	_, _ = crand.Read(b)
+	return "chaos-" + hex.EncodeToString(b)
+}
+
+// holdsToken reports a message that holds the run's API token in its data
+// or a header (promise 8).
+func (r *run) holdsToken(what string, m jetstream.Msg) {
+	found := bytes.Contains(m.Data(), []byte(r.token))
+	for _, vs := range m.Headers() {
+		for _, v := range vs {
+			found = found || strings.Contains(v, r.token)
+		}
+	}
+	if found {
+		r.rep.violation("%s on %s holds the API token (promise 8)", what, m.Subject())
+	}
+}
+
+// logsHoldToken reports every process log of the run that holds the API
+// token (promise 8): the workers', which use it, the sandbox's, which
+// checks it, and the NATS server's.
+func (r *run) logsHoldToken() {
+	logs, _ := filepath.Glob(filepath.Join(r.dir, "logs", "*.log"))
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			r.rep.violation("read %s: %v", name, err)
+			continue
+		}
+		if bytes.Contains(b, []byte(r.token)) {
+			r.rep.violation("the log %s holds the API token (promise 8)", filepath.Base(name))
+		}
+	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/serper/sandbox"
 )
 
 // DefaultChecks are the checks a run makes besides its own: serpent audit
@@ -45,7 +44,7 @@ func (AuditCheck) Check(ctx context.Context, w *World) CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.Binary, args...)
-	cmd.Env = append(os.Environ(), serper.TokenEnv+"="+sandbox.DefaultToken)
+	cmd.Env = append(os.Environ(), serper.TokenEnv+"="+w.Token)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

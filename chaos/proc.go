@@ -26,12 +26,13 @@ type proc struct {
 	paused bool
 }
 
-// startProc starts bin with args, appending its stdout and stderr to log.
-// Each stdout line is also passed to onLine (nil for none).
-func startProc(name, bin string, args []string, dir string, log io.Writer, onLine func(string)) (*proc, error) {
+// startProc starts bin with args and env added to this process's
+// environment, appending its stdout and stderr to log. Each stdout line is
+// also passed to onLine (nil for none).
+func startProc(name, bin string, args []string, dir string, env []string, log io.Writer, onLine func(string)) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
+	cmd.Env = append(append(os.Environ(), "GOTRACEBACK=all"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = log
 	out, err := cmd.StdoutPipe()

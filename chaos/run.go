@@ -20,6 +20,10 @@ type run struct {
 	bin, dir string
 	say      func(format string, args ...any)
 	start    time.Time
+	// token is the sandbox's bearer token, drawn for the run: a secret
+	// no one else knows, so finding it in the log, the processes' output
+	// or a stream is a broken promise 8 (see tokenCheck).
+	token string
 
 	mu  sync.Mutex // guards rng, rep's counters, the processes
 	rng *rand.Rand
@@ -63,7 +67,7 @@ func Run(ctx context.Context, cfg Config, checks []Check, progress io.Writer) (r
 	if progress == nil {
 		progress = io.Discard
 	}
-	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc4a05)), rep: newReport(cfg)}
+	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc4a05)), rep: newReport(cfg), token: secretToken()}
 	var plMu sync.Mutex
 	r.say = func(format string, args ...any) {
 		plMu.Lock()

@@ -14,7 +14,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/serper/sandbox"
+	"github.com/serpent-engine/serpent/serper"
 )
 
 // logFile opens (appending) the log of a process.
@@ -30,7 +30,7 @@ func (r *run) launch(ctx context.Context, name string, args []string, ready func
 		return nil, "", err
 	}
 	got := make(chan string, 1)
-	p, err := startProc(name, r.bin, args, r.dir, log, func(line string) {
+	p, err := startProc(name, r.bin, args, r.dir, []string{serper.TokenEnv + "=" + r.token}, log, func(line string) {
 		if v := ready(line); v != "" {
 			select {
 			case got <- v:
@@ -93,7 +93,7 @@ func (r *run) startSandbox(ctx context.Context) error {
 	f := c.Faults
 	args := []string{"sandbox", "--listen", "127.0.0.1:0", "--seed", strconv.FormatInt(c.Seed, 10),
 		"--search-time", c.SearchTime.String(), "--slow-search-time", c.SlowSearchTime.String(),
-		"--replay-window", c.ReplayWindow.String(), "--retry-after", "1s", "--token", sandbox.DefaultToken}
+		"--replay-window", c.ReplayWindow.String(), "--retry-after", "1s"} // the token comes from the environment
 	for _, p := range []struct {
 		name string
 		v    float64

@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,4 +36,16 @@ func TestSpellingsMakeOneJob(t *testing.T) {
 	}
 	require.Contains(t, spelling(dup, "0123456789abcdef0123456789abcdef"), "promise 1")
 	require.Contains(t, observations(cmds, len(jobs)+1), "30 observations were ordered and 31 jobs made of them")
+}
+
+// TestLogsHoldingTheTokenAreReported: a process log that holds the run's
+// token is a broken promise 8; the token is the run's own secret.
+func TestLogsHoldingTheTokenAreReported(t *testing.T) {
+	r := &run{dir: t.TempDir(), token: secretToken(), rep: newReport(Config{})}
+	require.NotEqual(t, r.token, secretToken())
+	require.NoError(t, os.MkdirAll(filepath.Join(r.dir, "logs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "logs", "w1.log"), []byte("all quiet\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "logs", "w2.log"), []byte("sent with Bearer "+r.token+"\n"), 0o644))
+	r.logsHoldToken()
+	require.Equal(t, []string{"the log w2.log holds the API token (promise 8)"}, r.rep.Violations)
 }
