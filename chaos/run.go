@@ -145,6 +145,11 @@ func Run(ctx context.Context, cfg Config, checks []Check, progress io.Writer) (r
 	}
 	r.rep.Settled = settled
 	r.rep.Quiescent = time.Since(r.start)
+	if !settled {
+		// A job that finishes while the checks read the log would pass
+		// them; the promise is that every job finishes within --settle.
+		r.rep.violation("not every job finished within --settle (%s) of the faults stopping (promise 5)", cfg.Settle)
+	}
 	r.say("all jobs finished: %t, %s after the start; checking", settled, r.rep.Quiescent.Round(time.Second))
 	// The workers stay up while the checks run: their projection runner
 	// catches up with the log.
