@@ -206,10 +206,15 @@ func Verify(evs []events.Event) []Violation {
 			case d.Verdict != VerdictCharged && len(d.Entries) > 0:
 				flag(e, RuleChargesOnce, "a %s verdict that lists %d charges", d.Verdict, len(d.Entries))
 			case d.Verdict == VerdictCharged:
+				listed := map[string]bool{}
 				for _, en := range d.Entries {
-					if purchases.charged[ChargeID(en)] {
-						flag(e, RuleChargesOnce, "charge %s was listed by an earlier reconciliation", ChargeID(en))
+					switch id := ChargeID(en); {
+					case purchases.charged[id]:
+						flag(e, RuleChargesOnce, "charge %s was listed by an earlier reconciliation", id)
+					case listed[id]:
+						flag(e, RuleChargesOnce, "charge %s is listed twice", id)
 					}
+					listed[ChargeID(en)] = true
 				}
 			}
 			notCharged := d.Verdict == VerdictNotCharged

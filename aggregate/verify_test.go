@@ -204,6 +204,9 @@ func TestVerifyFlagsDoctoredReconciliations(t *testing.T) {
 			first := l[last(l[:len(l)-3], events.TypeReconciled)].Data.(events.Reconciled).Entries[0]
 			return reconciled(l, func(r *events.Reconciled) { r.Entries = append(r.Entries, first) })
 		}, aggregate.RuleChargesOnce},
+		{"a charge listed twice", func(l []events.Event) []events.Event {
+			return reconciled(l, func(r *events.Reconciled) { r.Entries = append(r.Entries, r.Entries[0]) })
+		}, aggregate.RuleChargesOnce},
 		{"a charged verdict without its charge", func(l []events.Event) []events.Event {
 			return reconciled(l, func(r *events.Reconciled) { r.Entries = nil })
 		}, aggregate.RuleChargesOnce},

@@ -347,7 +347,7 @@ func (j *jobTally) count(e events.Event) int {
 	switch d := e.Data.(type) {
 	case events.Reconciled:
 		if d.Verdict == aggregate.VerdictCharged {
-			n := max(len(d.Entries), 1)
+			n := max(distinctCharges(d.Entries), 1)
 			j.purchases += n
 			return n
 		}
@@ -466,4 +466,15 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 		out[k] = v
 	}
 	return out
+}
+
+// distinctCharges counts the charges (aggregate.ChargeID) entries name.
+func distinctCharges(entries []events.LedgerEntry) int {
+	n := 0
+	for i, en := range entries {
+		if !slices.ContainsFunc(entries[:i], func(x events.LedgerEntry) bool { return aggregate.ChargeID(x) == aggregate.ChargeID(en) }) {
+			n++
+		}
+	}
+	return n
 }

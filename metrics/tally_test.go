@@ -60,6 +60,13 @@ func TestTallyCountsTheLog(t *testing.T) {
 				require.Equal(t, 1, c.DoubleCharges, "two charges for one job")
 				require.EqualValues(t, 5+2, c.Purchases)
 			}},
+		{"a charge listed twice in one reconciliation counts once", append(append([]projections.Record{}, recs...), projections.Record{Seq: uint64(len(recs) + 1),
+			Event: events.Event{JobID: "0123456789abcdef0123456789abcdef", Version: 1, Data: events.Reconciled{
+				Verdict: aggregate.VerdictCharged, Charges: 2, Entries: []events.LedgerEntry{{RequestID: "r1", Key: "k1"}, {RequestID: "r1", Key: "k1"}}}}}),
+			func(t *testing.T, c metrics.Counts) {
+				require.Zero(t, c.DoubleCharges, "one charge, found once")
+				require.EqualValues(t, 5+1, c.Purchases)
+			}},
 		{"events seen again count once", append(append([]projections.Record{}, recs...), recs...), func(t *testing.T, c metrics.Counts) {
 			require.EqualValues(t, 5, c.Purchases)
 			require.Equal(t, 4, c.Jobs[aggregate.StatusSucceeded])

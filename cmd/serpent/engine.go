@@ -83,7 +83,11 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	var events worker.Store = st
-	mx, tally := newEngineMetrics(js)
+	name := f.name
+	if name == "" {
+		name = worker.DefaultName() // as the engine names itself
+	}
+	mx, tally := newEngineMetrics(js, name)
 	if f.groupCommit {
 		c := group.New(st, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)

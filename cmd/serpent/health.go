@@ -60,7 +60,9 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 		_, err := s.js.Stream(ctx, name)
 		check("stream "+name, err)
 	}
-	buckets := []string{snats.SchedulesBucket}
+	// The engine's own buckets: schedules, and the accounts' limits, which
+	// every search takes a slot, a token or a budget from.
+	buckets := []string{snats.SchedulesBucket, snats.AccountsBucket}
 	if s.projections {
 		buckets = append(buckets, projections.Buckets()...)
 		buckets = append(buckets, projector.ControlBucket)

@@ -34,13 +34,13 @@ type opsServer struct {
 	log         *slog.Logger
 }
 
-// newEngineMetrics returns the registry of "serpent run" and the tally of
-// the log it shows; the tally is fed by serveHTTP.
-func newEngineMetrics(js jetstream.JetStream) (*metrics.Metrics, *metrics.Tally) {
+// newEngineMetrics returns the registry of "serpent run" (worker is its
+// name) and the tally of the log it shows; the tally is fed by serveHTTP.
+func newEngineMetrics(js jetstream.JetStream, worker string) (*metrics.Metrics, *metrics.Tally) {
 	tally := metrics.NewTally().ForgetFinished()
 	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", time.Now()) }
 	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js) }
-	return metrics.New(metrics.Options{Tally: tally, Lag: lag, Accounts: accts, Version: version}), tally
+	return metrics.New(metrics.Options{Tally: tally, Lag: lag, Accounts: accts, Worker: worker, Version: version}), tally
 }
 
 // accountFigures reads the API accounts' shared state for the metrics.

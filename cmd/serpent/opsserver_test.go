@@ -129,8 +129,21 @@ func TestOpsEndpoints(t *testing.T) {
 		if code != 200 {
 			return fmt.Errorf("readyz %d:\n%s", code, ready)
 		}
-		for _, want := range []string{"ok   nats connected", "ok   stream SERP_EVENTS", "ok   bucket serp_status", "ok   projection lag"} {
+		for _, want := range []string{"ok   nats connected", "ok   stream SERP_EVENTS", "ok   bucket serp_status",
+			"ok   bucket serp_accounts", "ok   projection lag"} {
 			require.Contains(t, ready, want)
+		}
+		return nil
+	})
+	require.Contains(t, body, `serpent_info{version="dev",worker="`)
+	require.NotContains(t, body, `worker=""`, "the engine's name")
+
+	// Without serp_accounts no search can take its slot: not ready.
+	require.NoError(t, js.DeleteKeyValue(context.Background(), snats.AccountsBucket))
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		code, ready := get(t, base+"/readyz")
+		if code != 503 || !strings.Contains(ready, "FAIL bucket serp_accounts") {
+			return fmt.Errorf("readyz %d:\n%s", code, ready)
 		}
 		return nil
 	})
@@ -147,7 +160,7 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	_, err = projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
-	mx, tally := newEngineMetrics(srv.JS)
+	mx, tally := newEngineMetrics(srv.JS, "w")
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true, ops: opsFlags{readyMaxLag: 0, readyMaxBehind: time.Hour}, metrics: mx, tally: tally}
 	lines, ok := ops.readiness(ctx)
 	require.True(t, ok, "nothing to apply yet: %v", lines)

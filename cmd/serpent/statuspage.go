@@ -165,7 +165,11 @@ func (s *opsServer) collectStatus(ctx context.Context, now time.Time) statusData
 	if err != nil {
 		d.Notes = append(d.Notes, "no spend per day: "+projections.LedgerBucket+": "+err.Error())
 	} else {
-		d.Days = readDays(ctx, ledger, now)
+		var missing []string
+		d.Days, missing = readDays(ctx, ledger, now)
+		if len(missing) > 0 {
+			d.Notes = append(d.Notes, "spend per day not read for "+strings.Join(missing, ", ")+": shown as nothing bought")
+		}
 	}
 	d.Chart = chartOf(d.Days)
 	if d.Accounts, err = worker.AccountStatuses(ctx, s.js, now); err != nil {
@@ -217,9 +221,9 @@ func readJob(ctx context.Context, kv jetstream.KeyValue, id string, now time.Tim
 }
 
 // readDays reads the day ledger of the last statusDays UTC days, oldest
-// first; a day without a value has nothing bought.
-func readDays(ctx context.Context, kv jetstream.KeyValue, now time.Time) []dayBar {
-	var out []dayBar
+// first; a day without a value has nothing bought. It returns the days it
+// could not read too (they stay in the chart, empty).
+func readDays(ctx context.Context, kv jetstream.KeyValue, now time.Time) (out []dayBar, missing []string) {
 	for i := statusDays - 1; i >= 0; i-- {
 		day := now.UTC().AddDate(0, 0, -i).Format(projections.DayLayout)
 		b := dayBar{Day: day}
@@ -230,11 +234,11 @@ func readDays(ctx context.Context, kv jetstream.KeyValue, now time.Time) []dayBa
 				b.Pages, b.Searches, b.SpendMicros = v.Pages+v.ChargedPages, v.Searches, v.EstSpendMicros
 			}
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
+			missing = append(missing, day)
 		}
 		out = append(out, b)
 	}
-	return out
+	return out, missing
 }
 
 // chartOf lays the days out as bars of billed pages.
