@@ -330,6 +330,22 @@ func TestBudgets(t *testing.T) {
 		require.Equal(t, aggregate.ReasonAgeBudget, evs[0].Data.(events.JobFailed).Reason, "a day after its slot")
 		require.Empty(t, aggregate.Verify(j.log))
 	})
+	t.Run("a re-purchase gets an age budget of its own", func(t *testing.T) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable", RequestID: "r1"})
+		j.now = j.s.Settled()
+		q := j.s.ReconcileQuery()
+		j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+			Entries: []events.LedgerEntry{{RequestID: "r1", Key: key, Pages: 1, BilledPages: 1}}})
+		require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+		j.now = t0.Add(48 * time.Hour) // an operator decides two days on
+		j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "needed"})
+		j.waitDue()
+		evs := j.must(aggregate.Due{Worker: "w1"})
+		require.IsType(t, events.Sent{}, evs[0].Data, "bought again, not failed for its age")
+		require.Empty(t, aggregate.Verify(j.log))
+	})
 	t.Run("age with an unknown outcome reconciles first", func(t *testing.T) {
 		p := aggregate.DefaultPolicy()
 		p.MaxAge = events.Duration(5 * time.Minute)

@@ -69,13 +69,21 @@ func AgeDeadline(p events.RetryPolicy, start time.Time) time.Time {
 }
 
 // AgeStart is when the job's age budget starts: when it was scheduled, or
-// its slot if that is later. Waiting for its slot is not trying: a job
-// ordered a week ahead has its whole budget at its slot.
+// its slot if that is later, or its last authorised re-purchase. Waiting
+// for its slot is not trying: a job ordered a week ahead has its whole
+// budget at its slot. A re-purchase, like its key budget, gets a budget of
+// its own.
 func (s State) AgeStart() time.Time {
-	if s.Slot.After(s.ScheduledAt) {
-		return s.Slot
+	start := s.ScheduledAt
+	if s.Slot.After(start) {
+		start = s.Slot
 	}
-	return s.ScheduledAt
+	for _, a := range s.Attempts {
+		if a.Reason == ReasonRepurchase && a.CreatedAt.After(start) {
+			start = a.CreatedAt
+		}
+	}
+	return start
 }
 
 // Backoff is the delay before the next send after n retries: exponential

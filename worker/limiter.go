@@ -48,6 +48,12 @@ type Limiter struct {
 // account before its job goes back to wait on its timer.
 const hold = time.Second
 
+// slotMargin is how long a slot outlasts the lease it is taken for. The
+// claim's lease starts a moment after the slot is taken (after the rate
+// token and the budget), and a search may run until the lease ends: the
+// slot of a worker that died must be held that long at least.
+const slotMargin = 30 * time.Second
+
 type waitReason struct {
 	reason string
 	since  time.Time // first held back
@@ -231,7 +237,7 @@ type Request struct {
 	Pages int
 	// Lease is the job's claim lease: its search can run until the lease
 	// ends, so its slot is held that long if its worker dies (at least
-	// the limiter's own lease).
+	// the limiter's own lease), and slotMargin more.
 	Lease time.Duration
 	// FirstSend is when a resend's key was first sent: the day its pages
 	// were reserved on. They stay reserved while the key's outcome is
@@ -366,7 +372,7 @@ func (l *Limiter) waitForSlot(ctx context.Context, p *Permit, r Request, n int) 
 	defer timeout.Stop()
 	for {
 		freed := l.freedSignal(p.account)
-		ok, err := p.takeSlot(ctx, r.JobID, max(l.lease, r.Lease), n, l.now())
+		ok, err := p.takeSlot(ctx, r.JobID, max(l.lease, r.Lease)+slotMargin, n, l.now())
 		if err != nil || ok {
 			return err
 		}

@@ -83,7 +83,7 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	dur(&f.policy.Lease, "lease", "how long a send keeps other workers off a job; at least the client timeout plus 10 s")
 	dur(&f.policy.BaseDelay, "base-delay", "first backoff ceiling")
 	dur(&f.policy.MaxDelay, "max-delay", "largest backoff")
-	dur(&f.policy.MaxAge, "max-age", "job age after which no new purchase attempt starts (counted from the job's slot, or from when it was scheduled if that is later)")
+	dur(&f.policy.MaxAge, "max-age", "job age after which no new purchase attempt starts (counted from the job's slot, from when it was scheduled if that is later, or from its last re-purchase)")
 	fs.IntVar(&f.policy.MaxKeys, "max-keys", f.policy.MaxKeys, "attempt keys a job may use")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent run [flags]
