@@ -46,9 +46,14 @@ type EmbeddedConfig struct {
 	// debug and trace only if the logger is enabled for Debug). Nil keeps
 	// the server quiet.
 	Logger *slog.Logger
-	// ReadyTimeout bounds start-up; default 10 s.
+	// ReadyTimeout bounds start-up, which recovers every stream from
+	// disk first; default 5 minutes (a log of five million jobs, 27 GB,
+	// took 2 s here; a slow disk or a damaged index takes far longer).
 	ReadyTimeout time.Duration
 }
+
+// DefaultReadyTimeout is how long an embedded server may take to start.
+const DefaultReadyTimeout = 5 * time.Minute
 
 // ClusterConfig makes an embedded server a cluster node.
 type ClusterConfig struct {
@@ -85,7 +90,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	go srv.Start()
 	timeout := cfg.ReadyTimeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = DefaultReadyTimeout
 	}
 	if !srv.ReadyForConnections(timeout) {
 		srv.Shutdown()

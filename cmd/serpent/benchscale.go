@@ -175,8 +175,7 @@ func (s *benchSeedInfo) add(o benchSeedInfo) {
 // startBenchServer starts an embedded JetStream server on dir (fsync on
 // every write for sync 0) with SERP_EVENTS, and connects to it.
 func startBenchServer(dir string, sync time.Duration) (*snats.Embedded, *natsgo.Conn, jetstream.JetStream, error) {
-	srv, err := snats.StartEmbedded(snats.EmbeddedConfig{Dir: dir, Host: "127.0.0.1", Port: -1, SyncInterval: sync,
-		ReadyTimeout: 5 * time.Minute})
+	srv, err := snats.StartEmbedded(snats.EmbeddedConfig{Dir: dir, Host: "127.0.0.1", Port: -1, SyncInterval: sync})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bench: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	snats "github.com/serpent-engine/serpent/nats"
 )
@@ -65,7 +64,7 @@ the nats CLI) at it with --nats-url. Flags:
 		return fmt.Errorf("%w: --listen: %v", errUsage, err)
 	}
 	cfg := snats.EmbeddedConfig{Dir: *data, Host: host, Port: port, ServerName: *name, SyncInterval: *syncEvery,
-		AllowNonLoopback: *allowRemote, Logger: log, ReadyTimeout: 30 * time.Second}
+		AllowNonLoopback: *allowRemote, Logger: log}
 	if *cluster != "" {
 		chost, cport, err := splitListen(*clusterListen)
 		if err != nil {
