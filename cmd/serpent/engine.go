@@ -78,6 +78,16 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
 		return err
 	}
+	// Every engine decides by the NATS server's clock, so the times one
+	// stamps (a lease's end, a key's deadline) mean the same to another.
+	clock, err := snats.NewServerClock(ctx, js, nil, log)
+	if err != nil {
+		return err
+	}
+	cleanup = append(cleanup, clock.Close)
+	if off, within := clock.Offset(); off.Abs() > snats.ClockWarnOffset {
+		say("this machine's clock is %s off the NATS server's (within %s); serpent decides by the server's", off.Round(time.Millisecond), within.Round(time.Microsecond))
+	}
 	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log})
 	if err != nil {
 		return err
@@ -94,17 +104,17 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		events = c
 	}
 	events = mx.TimeAppends(events)
-	timers := snats.NewTimers(js, nil)
-	accts, lim, err := f.startAccounts(ctx, env, js, api, log, say, &cleanup)
+	timers := snats.NewTimers(js, clock.Now)
+	accts, lim, err := f.startAccounts(ctx, env, js, api, clock.Now, log, say, &cleanup)
 	if err != nil {
 		return err
 	}
 	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
-		Policy: f.policy, Table: table, Logger: log, Observer: mx})
+		Policy: f.policy, Table: table, Logger: log, Observer: mx, Now: clock.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	schedules, err := worker.NewSchedules(ctx, js, timers, nil, log)
+	schedules, err := worker.NewSchedules(ctx, js, timers, clock.Now, log)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/serper"
@@ -19,12 +20,12 @@ import (
 // are stored only for accounts that have none yet, so a limit changed with
 // "serpent accounts set" is not undone by a restart.
 func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string, js jetstream.JetStream, def *serper.Client,
-	log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]worker.API, *worker.Limiter, error) {
+	now func() time.Time, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]worker.API, *worker.Limiter, error) {
 	name := f.name
 	if name == "" {
 		name = worker.DefaultName()
 	}
-	lim, err := worker.NewLimiter(ctx, js, name, f.policy.Lease.D(), nil, log)
+	lim, err := worker.NewLimiter(ctx, js, name, f.policy.Lease.D(), now, log)
 	if err != nil {
 		return nil, nil, err
 	}

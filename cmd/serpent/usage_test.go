@@ -64,7 +64,7 @@ func TestFileLimitsKeepAnOperatorsChange(t *testing.T) {
 		f := &engineFlags{accountsFile: file, name: "w"}
 		f.policy.Lease = events.Duration(2 * time.Minute)
 		var cleanup []func()
-		_, _, err := f.startAccounts(ctx, func(string) string { return "" }, srv.JS, nil, nil, func(string, ...any) {}, &cleanup)
+		_, _, err := f.startAccounts(ctx, func(string) string { return "" }, srv.JS, nil, nil, nil, func(string, ...any) {}, &cleanup)
 		require.NoError(t, err)
 		for _, c := range cleanup {
 			c()
