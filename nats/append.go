@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/store"
 )
@@ -52,6 +54,11 @@ func (s *EventStore) write(ctx context.Context, jobID string, expected uint64, m
 			return seq, nil
 		case failed:
 			return 0, fmt.Errorf("nats: append of %d events to job %s: %w", len(msgs), jobID, err)
+		}
+		if errors.Is(err, natsgo.ErrConnectionClosed) {
+			// Nothing can read the log to tell on a closed connection.
+			return 0, fmt.Errorf("%w: append of %d events to job %s at version %d: %w",
+				store.ErrUnknownOutcome, len(msgs), jobID, expected, err)
 		}
 		actx, cancel = context.WithTimeout(ctx, s.opts.AttemptTimeout)
 		v, state, rerr := s.resolve(actx, jobID, expected, msgs)

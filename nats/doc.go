@@ -47,7 +47,10 @@
 //     store.ErrConcurrency, nothing new means retry the same messages (same
 //     ids, so the duplicate window makes it safe) after a short, growing
 //     backoff. After a bounded number of attempts, or when ctx ends, the
-//     append fails with store.ErrUnknownOutcome: repeating it is safe.
+//     append fails with store.ErrUnknownOutcome: repeating it is safe;
+//   - a connection closed (the process shutting down): the write may have
+//     left before it closed, and nothing can re-read the job on it:
+//     store.ErrUnknownOutcome at once.
 //
 // Load reads a job with batched direct gets filtered by the job's subject
 // (no consumer per job), so its cost does not grow with the number of jobs

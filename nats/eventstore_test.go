@@ -64,3 +64,17 @@ func TestLeaderVersion(t *testing.T) {
 	_, err = es.LeaderVersion(ctx, "Not A Job")
 	require.ErrorIs(t, err, store.ErrInvalid)
 }
+
+// TestClosedConnectionIsAnUnknownOutcome: an append on a connection that
+// closes (a process shutting down) may have left before it closed; the
+// caller must treat it as possibly written, not as refused.
+func TestClosedConnectionIsAnUnknownOutcome(t *testing.T) {
+	srv, _ := setup(t)
+	nc, js := natstest.Connect(t, srv.URL)
+	es, err := nats.NewEventStore(context.Background(), js, nats.EventStoreOptions{})
+	require.NoError(t, err)
+	nc.Close()
+	job := storetest.NewJobID()
+	_, err = es.Append(context.Background(), job, 0, storetest.NewEvents(job, 1, 2)...)
+	require.ErrorIs(t, err, store.ErrUnknownOutcome)
+}

@@ -96,10 +96,11 @@ func classify(err error) (outcome, error) {
 	switch {
 	case errors.Is(err, natsgo.ErrMaxPayload):
 		return failed, fmt.Errorf("%w: %w", store.ErrTooLarge, err)
-	case errors.Is(err, natsgo.ErrConnectionClosed), errors.Is(err, natsgo.ErrBadSubject),
-		errors.Is(err, natsgo.ErrInvalidConnection):
+	case errors.Is(err, natsgo.ErrBadSubject), errors.Is(err, natsgo.ErrInvalidConnection):
 		return failed, err
 	}
+	// A connection closed while the write was on its way (the process
+	// shutting down) may have delivered it: unclear, like a lost ack.
 	// Timeouts, no responders, disconnections, garbled acks: the write
 	// may or may not have happened.
 	return unclear, err
