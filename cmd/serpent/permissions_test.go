@@ -16,6 +16,7 @@ import (
 
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/worker"
 )
@@ -169,5 +170,24 @@ func TestRolePermissions(t *testing.T) {
 		worker.ServicePrefix + ".cancel",
 	} {
 		aud.refused(t, subject)
+	}
+	// Nor may it stop the engine, or take its work, through its durable
+	// consumers.
+	for stream, durables := range map[string][]string{
+		snats.CommandStream: {snats.IntakeConsumer, snats.ScheduleAdminConsumer},
+		snats.WorkStream:    {snats.WorkConsumer, snats.ScheduleConsumer},
+		snats.EventStream:   {projector.Consumer},
+	} {
+		for _, c := range durables {
+			aud.refused(t, "$JS.API.CONSUMER.DELETE."+stream+"."+c)
+			aud.refused(t, "$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c)
+			aud.refused(t, "$JS.API.CONSUMER.CREATE."+stream+"."+c+".serp.>")
+		}
+	}
+	// The engine may not reconfigure the log or the commands (a limit
+	// would delete messages).
+	engConn := connectAs(t, url, "engine")
+	for _, stream := range []string{snats.EventStream, snats.CommandStream} {
+		engConn.refused(t, "$JS.API.STREAM.UPDATE."+stream)
 	}
 }
