@@ -29,8 +29,11 @@ type Spec interface {
 //     day-of-week) or 6 with seconds first, each field "*", a value, a
 //     range "a-b", a step "*/n" or "a-b/n", or a list of those; months
 //     and weekdays may be names (JAN, MON); "?" means "*" in the day
-//     fields. When both day fields are restricted a day matches if either
-//     does, as in Vixie cron.
+//     fields. As in Vixie cron, a day field that starts with "*" ("*",
+//     "*/2") is a star: when either day field is one, a day matches if
+//     both do; when both are restricted, if either does. A weekday step
+//     from a value ("MON/2") runs to Saturday; 7 is Sunday only when
+//     written.
 //
 // Cron slots are computed in loc (UTC if nil); a wall time that a daylight
 // saving change skips is not a slot, one it repeats is a slot once.
@@ -100,11 +103,12 @@ var cronFields = [6]fieldDef{
 }
 
 // parseField returns the set of values a field allows (a bit per value)
-// and whether it was unrestricted.
+// and whether it is a star (starts with "*", or is a day field's "?").
 func parseField(f string, def fieldDef) (uint64, bool, error) {
 	if f == "*" || (f == "?" && (def.name == "day-of-month" || def.name == "day-of-week")) {
 		return span(def.min, def.max, 1), true, nil
 	}
+	star := strings.HasPrefix(f, "*")
 	var set uint64
 	for _, part := range strings.Split(f, ",") {
 		rng, stepStr, hasStep := strings.Cut(part, "/")
@@ -117,6 +121,9 @@ func parseField(f string, def fieldDef) (uint64, bool, error) {
 			step = n
 		}
 		lo, hi := def.min, def.max
+		if def.name == "day-of-week" {
+			hi = 6 // a step over the week ends on Saturday; 7 (Sunday) only when written
+		}
 		switch {
 		case rng == "*":
 		case strings.Contains(rng, "-"):
@@ -146,7 +153,7 @@ func parseField(f string, def fieldDef) (uint64, bool, error) {
 	if def.name == "day-of-week" && set&(1<<7) != 0 {
 		set = set&^(1<<7) | 1 // 7 is Sunday too
 	}
-	return set, false, nil
+	return set, star, nil
 }
 
 func value(s string, def fieldDef) (int, error) {
@@ -185,13 +192,8 @@ func (c cron) has(field, v int) bool { return c.sets[field]&(1<<uint(v)) != 0 }
 // dayMatches applies the day-of-month / day-of-week rule.
 func (c cron) dayMatches(t time.Time) bool {
 	dom, dow := c.has(3, t.Day()), c.has(5, int(t.Weekday()))
-	switch {
-	case c.star[3] && c.star[5]:
-		return true
-	case c.star[3]:
-		return dow
-	case c.star[5]:
-		return dom
+	if c.star[3] || c.star[5] {
+		return dom && dow
 	}
 	return dom || dow
 }

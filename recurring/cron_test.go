@@ -37,6 +37,13 @@ func TestCronNext(t *testing.T) {
 		// Fall back: 02:30 happens twice on 25 October 2026; it is one slot.
 		{"30 2 * * *", berlin, time.Date(2026, 10, 24, 12, 0, 0, 0, time.UTC), []string{"2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}},
 		{"0 0 * * 7", nil, t0, []string{"2026-12-06T00:00:00Z"}},
+		// A day field starting with "*" is a star, as in Vixie cron: then
+		// a day matches both fields; two restricted ones, either.
+		{"0 0 */1 * MON", nil, t0, []string{"2026-12-07T00:00:00Z", "2026-12-14T00:00:00Z"}},
+		{"0 0 */2 * MON", nil, t0, []string{"2026-12-07T00:00:00Z", "2026-12-21T00:00:00Z"}},
+		{"0 0 1,15 * MON", nil, t0, []string{"2026-12-07T00:00:00Z", "2026-12-14T00:00:00Z", "2026-12-15T00:00:00Z"}},
+		// A weekday step from a value ends on Saturday: no Sunday.
+		{"0 0 * * MON/2", nil, t0, []string{"2026-12-04T00:00:00Z", "2026-12-07T00:00:00Z", "2026-12-09T00:00:00Z", "2026-12-11T00:00:00Z", "2026-12-14T00:00:00Z"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

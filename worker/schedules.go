@@ -119,7 +119,13 @@ func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record,
 		}
 	}
 	rec := Record{Definition: d, State: recurring.State{Created: now}}
-	rec.State.NextSlot = recurring.Due(d, spec, rec.State, now).Next
+	plan := recurring.Due(d, spec, rec.State, now)
+	rec.State.NextSlot = plan.Next
+	if len(plan.Fire) > 0 {
+		// A start in the past: its slots so far are due now, as after a
+		// downtime, and the catch-up policy says which are ordered.
+		rec.State.NextSlot = plan.Fire[0]
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return Record{}, err

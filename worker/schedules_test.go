@@ -273,3 +273,40 @@ func TestEndedScheduleBlocksNothing(t *testing.T) {
 	_, err = s.Create(ctx, same("spring"))
 	require.NoError(t, err)
 }
+
+// TestStartInThePast: a schedule whose start is before its creation has
+// slots due at once; they are ordered at once, as its catch-up policy says
+// (they waited for the next slot, and with skip the last one was lost).
+func TestStartInThePast(t *testing.T) {
+	for _, tc := range []struct {
+		catchUp recurring.CatchUp
+		fire    []int // hours of the slots ordered
+	}{
+		{recurring.CatchUp{Policy: recurring.CatchUpSkip}, []int{10}},
+		{recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 5}, []int{8, 9, 10}},
+	} {
+		t.Run(tc.catchUp.Policy, func(t *testing.T) {
+			l := setupLive(t, sandbox.Faults{})
+			ctx := context.Background()
+			c := &clock{now: time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC)}
+			s := l.schedules(c.Now)
+			def := espresso("hourly", "@hourly")
+			def.CatchUp = tc.catchUp
+			def.Start = time.Date(2026, 12, 2, 7, 30, 0, 0, time.UTC)
+			rec, err := s.Create(ctx, def)
+			require.NoError(t, err)
+			require.False(t, rec.State.NextSlot.After(c.Now()), "due now, not at 11:00: %v", rec.State.NextSlot)
+
+			plan, err := s.Fire(ctx, def.ID)
+			require.NoError(t, err)
+			var hours []int
+			for _, slot := range plan.Fire {
+				hours = append(hours, slot.Hour())
+			}
+			require.Equal(t, tc.fire, hours)
+			rec, _, err = s.Get(ctx, def.ID)
+			require.NoError(t, err)
+			require.Equal(t, time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC), rec.State.NextSlot)
+		})
+	}
+}
