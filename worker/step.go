@@ -447,6 +447,14 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	if errors.Is(err, store.ErrConcurrency) {
 		return known{}, nil
 	}
+	if errors.Is(err, store.ErrUnknownOutcome) && ctx.Err() == nil {
+		// It may have landed: read the job again and go on from the log,
+		// rather than wait as after a failed ledger look-up. A verdict
+		// of not charged that did land keeps its page counted (the
+		// budget errs on the side of spending less).
+		e.jobLog(s.JobID, s).Warn("the reconciliation's write went unanswered; reading the job again", "err", err)
+		return known{}, nil
+	}
 	if err != nil {
 		return known{}, fmt.Errorf("job %s: append reconciliation: %w", s.JobID, err)
 	}

@@ -508,3 +508,42 @@ func TestUnsentClaimKeepsItsBudget(t *testing.T) {
 	require.Equal(t, 1, e.api.sendCount())
 	require.Equal(t, 1, spent(), "one page bought, one counted")
 }
+
+// lostReconciliation is a store whose append of a reconciliation lands but
+// answers with its outcome unknown.
+type lostReconciliation struct {
+	*memstore.Store
+}
+
+func (l lostReconciliation) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
+	v, err := l.Store.Append(ctx, jobID, expected, evs...)
+	if _, ok := evs[0].Data.(events.Reconciled); ok && err == nil {
+		return 0, fmt.Errorf("%w: the reply was lost", store.ErrUnknownOutcome)
+	}
+	return v, err
+}
+
+// TestLostReconciliationAnswerGoesOn: a reconciliation written whose
+// answer was lost is not a failed ledger look-up: the worker reads the job
+// again and goes on (here: sends the new key) instead of waiting
+// ReconcileRetry.
+func TestLostReconciliationAnswerGoesOn(t *testing.T) {
+	first := ""
+	e := setup(t, func(key string, n int) serper.Result {
+		if first == "" || first == key {
+			first = key
+			return confirmed(409, "idempotency_replay_unavailable", "r1")
+		}
+		return success("r2", false)
+	})
+	eng, err := worker.New(worker.Config{Name: "w", Store: lostReconciliation{e.store}, API: e.api, Timers: e.timers,
+		Now: e.clock.Now, ReconcileRetry: time.Hour})
+	require.NoError(t, err)
+	job := e.schedule(eng)
+	start := e.clock.Now()
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusSucceeded, s.Status)
+	require.Len(t, s.Attempts, 2, "the ledger showed no charge: a new key")
+	require.Less(t, e.clock.Now().Sub(start), time.Hour, "no ReconcileRetry wait: %v", e.clock.Now().Sub(start))
+	require.Empty(t, aggregate.Verify(e.log(job)))
+}
