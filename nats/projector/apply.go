@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,10 @@ type applier struct {
 	// fresh is for a rebuild's staging buckets, which start empty and
 	// nobody else writes: a value the cache does not hold does not exist.
 	fresh bool
+	// history reads a job's events up to a stream sequence; nil for none.
+	// It refolds a job's values that should exist and do not (an operator
+	// deleted them, or their bucket was made again).
+	history func(ctx context.Context, jobID string, upTo uint64) ([]projections.Record, error)
 
 	mu        sync.Mutex // guards cache, conflicts and writes while buckets are written at once
 	conflicts int        // compare-and-set failures retried
@@ -68,6 +73,9 @@ func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func(
 		if err != nil {
 			return err
 		}
+		if err := a.refold(ctx, todo, current, unborn, byTarget, recs[len(recs)-1].Seq); err != nil {
+			return err
+		}
 		retry, err := a.writeAll(ctx, todo, current, byTarget, ok)
 		if err != nil {
 			return err
@@ -82,6 +90,49 @@ func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func(
 		todo = retry
 	}
 	return nil
+}
+
+// refold gives a job's status and job ledger, when they have no value
+// although the batch does not begin the job (so an earlier batch wrote
+// them, and something deleted them since), the job's whole history up to
+// upTo to fold, instead of the batch's events alone: a value folded from
+// the rest of a history would claim the newest sequence and never be
+// mended.
+func (a *applier) refold(ctx context.Context, todo []projections.Target, current map[projections.Target]entry,
+	unborn map[projections.Target]bool, byTarget map[projections.Target][]projections.Record, upTo uint64) error {
+	if a.history == nil {
+		return nil
+	}
+	for _, t := range todo {
+		job, ok := jobOf(t)
+		if !ok || current[t].value != nil || unborn[t] {
+			continue
+		}
+		hist, err := a.history(ctx, job, upTo)
+		if err != nil {
+			return fmt.Errorf("projector: %s has no value: read the history of job %s: %w", t, job, err)
+		}
+		var mine []projections.Record
+		for _, r := range hist {
+			if slices.Contains(projections.Targets(r.Event), t) {
+				mine = append(mine, r)
+			}
+		}
+		byTarget[t] = mine
+	}
+	return nil
+}
+
+// jobOf names the job of a value that exists from the job's first event
+// on: its status and its job ledger.
+func jobOf(t projections.Target) (string, bool) {
+	switch {
+	case t.Bucket == projections.StatusBucket:
+		return t.Key, true
+	case t.Bucket == projections.LedgerBucket && strings.HasPrefix(t.Key, projections.LedgerJobPrefix):
+		return strings.TrimPrefix(t.Key, projections.LedgerJobPrefix), true
+	}
+	return "", false
 }
 
 // writeAll writes the buckets at once, each in windows; it returns the

@@ -25,7 +25,8 @@ type Lag struct {
 	// AppliedAt is when the newest applied event was stored, Age how long
 	// ago that was. With nothing pending, Age is just the time since the
 	// log last changed; Behind is how much older the newest applied event
-	// is than the newest event (0 when caught up).
+	// is than the newest event (0 when caught up; with nothing applied yet,
+	// how much older the first event is).
 	AppliedAt time.Time     `json:"applied_at,omitzero"`
 	Age       time.Duration `json:"age"`
 	Behind    time.Duration `json:"behind"`
@@ -75,6 +76,9 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 		if lag.Pending > 0 && !state.LastTime.IsZero() {
 			lag.Behind = state.LastTime.Sub(m.Time)
 		}
+	} else if lag.Pending > 0 && !state.FirstTime.IsZero() {
+		// Nothing applied yet: at least as far behind as the log is long.
+		lag.Behind = state.LastTime.Sub(state.FirstTime)
 	}
 	if ctl, err := js.KeyValue(ctx, ControlBucket); err == nil {
 		if e, err := ctl.Get(ctx, leaseKey); err == nil {

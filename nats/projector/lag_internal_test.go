@@ -3,9 +3,11 @@ package projector
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	snats "github.com/serpent-engine/serpent/nats"
@@ -34,4 +36,32 @@ func TestPauseOfADeadRebuild(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tt.paused, lag.Paused, "renewed %s ago", now.Sub(tt.renewed))
 	}
+}
+
+// TestLagBehindWhenNothingIsApplied: a log no runner has applied any of
+// is as far behind as it is long, not "0 s behind".
+func TestLagBehindWhenNothingIsApplied(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.RunServer(t)
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	_, err = srv.JS.CreateOrUpdateConsumer(ctx, snats.EventStream, jetstream.ConsumerConfig{Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	_, err = srv.JS.Publish(ctx, snats.EventSubjectPrefix+"a", []byte("first"))
+	require.NoError(t, err)
+	var lag Lag
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if _, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"a", []byte("later")); err != nil {
+			return err
+		}
+		if lag, err = ReadLag(ctx, srv.JS, "", time.Now()); err != nil {
+			return err
+		}
+		if lag.Behind <= 0 {
+			return fmt.Errorf("%d pending, %v behind", lag.Pending, lag.Behind)
+		}
+		return nil
+	})
+	require.Zero(t, lag.Applied)
+	require.Positive(t, lag.Pending)
 }

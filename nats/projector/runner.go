@@ -67,6 +67,11 @@ type Hooks struct {
 // ErrCrash is what a test hook returns to play a crash.
 var ErrCrash = errors.New("projector: crash requested by a test hook")
 
+// ErrConsumerGone: the runner's durable consumer was deleted (or its
+// stream made again) while it ran. Run returns it, so the engine stops
+// rather than look ready and apply nothing.
+var ErrConsumerGone = errors.New("projector: the consumer " + Consumer + " is gone")
+
 func (c Config) withDefaults() Config {
 	if c.Stream == "" {
 		c.Stream = snats.EventStream
@@ -171,8 +176,26 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		pause: newLease(ctl, pauseKey, holder, "", cfg.LeaseTTL),
 		app:   &applier{js: js, proj: projections.New(cfg.Projection), b: b, cache: newCache(cfg.CacheSize)}}
 	r.wholeLog = sc.DenyDelete && sc.DenyPurge && len(sc.Subjects) == 1 && sc.Subjects[0] == cfg.Filter
+	r.app.history = r.history
 	r.stats.Holder = holder
 	return r, nil
+}
+
+// history reads a job's events, from the first up to upTo.
+func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]projections.Record, error) {
+	msgs, err := readRange(ctx, r.js, r.cfg.Stream, snats.EventSubjectPrefix+jobID, 1, upTo)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]projections.Record, 0, len(msgs))
+	for _, m := range msgs {
+		rec, err := decodeEvent(snats.EventSubjectPrefix, m, false)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
 }
 
 func randomSuffix() string {
@@ -194,7 +217,8 @@ func (r *Runner) update(f func(*Stats)) {
 	f(&r.stats)
 }
 
-// Run applies events until ctx ends, then gives the lease up.
+// Run applies events until ctx ends, then gives the lease up. It returns
+// ErrConsumerGone when its durable consumer is deleted under it.
 func (r *Runner) Run(ctx context.Context) error {
 	crashed := false
 	defer func() {
@@ -223,6 +247,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		case err != nil:
 			failures++
 			r.update(func(s *Stats) { s.LastError = err.Error() })
+			if failures%5 == 0 && r.consumerGone(ctx) {
+				return fmt.Errorf("%w (%v)", ErrConsumerGone, err)
+			}
 			if failures == 1 || failures%20 == 0 {
 				r.log.Warn("projections: a batch failed; trying again", "err", err, "failures", failures)
 			}
@@ -235,6 +262,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// consumerGone reports whether the runner's durable consumer no longer
+// exists (a failed look-up for another reason is not taken for that).
+func (r *Runner) consumerGone(ctx context.Context) bool {
+	_, err := r.js.Consumer(ctx, snats.EventStream, Consumer)
+	return errors.Is(err, jetstream.ErrConsumerNotFound)
 }
 
 // reportLag logs the lag once a minute while the projections trail the

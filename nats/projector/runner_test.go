@@ -9,9 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
 // TestRunnerProjectsTheLog: the buckets hold a fold of the log, and keep
@@ -150,4 +154,54 @@ func TestAValueChangedBehindTheRunner(t *testing.T) {
 	w.caughtUp()
 	requireEqual(t, w.want(), w.contents(""))
 	require.Positive(t, r.Stats().Conflicts)
+}
+
+// TestRunnerEndsWhenItsConsumerIsGone: with serpent-projections deleted
+// every batch fails; the runner used to retry for ever, holding its lease
+// (no other runner took over) while the engine looked ready. Run returns
+// ErrConsumerGone, and serpent run stops on it.
+func TestRunnerEndsWhenItsConsumerIsGone(t *testing.T) {
+	w := setup(t)
+	ctx := context.Background()
+	w.more(2, "first")
+	r, err := projector.New(ctx, w.srv.JS, projector.Config{Name: "r", LeaseTTL: time.Second, AckWait: time.Second})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	w.caughtUp()
+	require.NoError(t, w.srv.JS.DeleteConsumer(ctx, snats.EventStream, projector.Consumer))
+	w.more(2, "second")
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, projector.ErrConsumerGone)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runner went on without its consumer")
+	}
+}
+
+// TestDeletedJobValuesAreFoldedFromTheirHistory: an operator deletes a
+// job's status and job ledger (nats kv del); the job's next events make
+// the runner fold its whole history again, not those events alone (whose
+// value would claim the newest sequence and never be mended).
+func TestDeletedJobValuesAreFoldedFromTheirHistory(t *testing.T) {
+	w := setup(t)
+	ctx := context.Background()
+	w.more(3, "first")
+	j := projectionstest.NewJob(t, w.ids, "later job", projectionstest.T0.Add(10*time.Minute))
+	w.append([][]events.Event{j.Log})
+	n := len(j.Log)
+	w.runner("r", projector.Config{})
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
+
+	for _, tg := range []projections.Target{projections.StatusTarget(j.Log[0].JobID), projections.JobTarget(j.Log[0].JobID)} {
+		kv, err := w.srv.JS.KeyValue(ctx, tg.Bucket)
+		require.NoError(t, err)
+		require.NoError(t, kv.Delete(ctx, tg.Key))
+	}
+	j.Send()
+	j.Reply(aggregate.Outcome{Status: 200, RequestID: "req_later", Result: projectionstest.Result("req_later", 1), Pages: 1})
+	w.append([][]events.Event{j.Log[n:]})
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
 }
