@@ -28,10 +28,11 @@ const (
 )
 
 // ServerClock is the time by the NATS server's clock, as this process
-// reads it: its own clock plus an offset it measures, every ClockEvery,
-// against the time stamp the server gives a message it stores (a put to
+// reads it: the server's time stamp on a message it stored (a put to
 // serp_accounts, read back by its revision; the quickest of a few round
-// trips, so the offset is off by at most half of one).
+// trips, so it is off by at most half of one), measured every ClockEvery,
+// plus the time since by this process's monotonic clock, which a step of
+// the machine's wall clock does not move.
 //
 // Engines decide by the times other engines stamped: a claim's lease end,
 // a key's first send and deadline, the last send before a reconciliation
@@ -44,7 +45,11 @@ type ServerClock struct {
 	local func() time.Time
 	log   *slog.Logger
 
-	offset atomic.Int64 // nanoseconds to add to local
+	// at is the last measurement: a reading of local (with Go's
+	// monotonic clock, when local is time.Now) and the server's time at
+	// that moment. Now counts from it on the monotonic clock, so a step
+	// of this machine's wall clock (NTP, a restored VM) does not move it.
+	at     atomic.Pointer[reading]
 	spread atomic.Int64 // half the round trip of the measurement, ns
 	warned atomic.Bool
 
@@ -77,15 +82,23 @@ func NewServerClock(ctx context.Context, js jetstream.JetStream, local func() ti
 	return c, nil
 }
 
-// Now is the server's time, by this process's clock and the offset.
-func (c *ServerClock) Now() time.Time {
-	return c.local().Add(time.Duration(c.offset.Load()))
+// reading is the server's time at a moment of the local clock.
+type reading struct {
+	local, server time.Time
 }
 
-// Offset is how far the server's clock is ahead of this process's (behind
-// if negative), and the most the measurement may be off by.
+// Now is the server's time: the last measurement's, plus the time since
+// it by this process's monotonic clock.
+func (c *ServerClock) Now() time.Time {
+	r := c.at.Load()
+	return r.server.Add(c.local().Sub(r.local))
+}
+
+// Offset is how far the server's clock is ahead of this process's wall
+// clock (behind if negative), and the most the measurement may be off by.
 func (c *ServerClock) Offset() (offset, within time.Duration) {
-	return time.Duration(c.offset.Load()), time.Duration(c.spread.Load())
+	r := c.at.Load()
+	return r.server.Sub(r.local.Round(0)), time.Duration(c.spread.Load())
 }
 
 // Close stops measuring; Now goes on with the last offset.
@@ -118,9 +131,9 @@ func (c *ServerClock) run(ctx context.Context) {
 // quickest round trip.
 func (c *ServerClock) measure(ctx context.Context) error {
 	var (
-		best   time.Duration = -1
-		offset time.Duration
-		errs   []error
+		best time.Duration = -1
+		at   reading
+		errs []error
 	)
 	for range clockSamples {
 		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -134,7 +147,7 @@ func (c *ServerClock) measure(ctx context.Context) error {
 			if e, err = c.kv.GetRevision(mctx, clockKey, rev); err == nil {
 				rtt := t1.Sub(t0)
 				if best < 0 || rtt < best {
-					best, offset = rtt, e.Created().Sub(t0.Add(rtt/2))
+					best, at = rtt, reading{local: t0.Add(rtt / 2), server: e.Created()}
 				}
 			}
 		}
@@ -146,8 +159,15 @@ func (c *ServerClock) measure(ctx context.Context) error {
 	if best < 0 {
 		return errors.Join(errs...)
 	}
-	c.offset.Store(int64(offset))
+	if prev := c.at.Load(); prev != nil && best/2 > time.Duration(c.spread.Load())*4 && best > 20*time.Millisecond &&
+		c.local().Sub(prev.local) < 10*time.Minute {
+		// Round trips much slower than the last measurement's: keep its
+		// better reading a while (the monotonic clock keeps it true).
+		return nil
+	}
+	c.at.Store(&at)
 	c.spread.Store(int64(best / 2))
+	offset := at.server.Sub(at.local.Round(0))
 	if offset.Abs() > ClockWarnOffset && c.warned.CompareAndSwap(false, true) {
 		c.log.Warn("this machine's clock is off the NATS server's; serpent decides by the server's",
 			"server_ahead_by", offset.Round(time.Millisecond), "within", (best / 2).Round(time.Microsecond))

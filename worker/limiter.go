@@ -221,6 +221,10 @@ type Permit struct {
 	reserved int
 	day      string
 	price    int64
+	// settles: the reserved pages are an earlier send's (a resend's key
+	// reserved them when it was first sent); this permit's answer may
+	// settle them, but a resend that never leaves keeps them reserved.
+	settles bool
 }
 
 // Request is one search that asks to start.
@@ -324,7 +328,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	}
 	if resend && !r.FirstSend.IsZero() && lim.Budgeted() {
 		// The key's first send reserved its pages; this answer settles them.
-		p.reserved, p.day = pages, accounts.Day(r.FirstSend)
+		p.reserved, p.day, p.settles = pages, accounts.Day(r.FirstSend), true
 	}
 	l.notWaiting(acct, jobID)
 	return p, nil
@@ -474,13 +478,17 @@ func (p *Permit) Done(ctx context.Context, billed, definite bool, pages int) {
 	}
 }
 
-// Unused gives back a permit whose search never left.
+// Unused gives back a permit whose search never left, and the pages it
+// reserved; a resend's key keeps what its first send reserved (its
+// outcome is still open).
 func (p *Permit) Unused(ctx context.Context) {
 	if p == nil {
 		return
 	}
 	p.release(ctx)
-	p.adjust(ctx, -p.reserved)
+	if !p.settles {
+		p.adjust(ctx, -p.reserved)
+	}
 }
 
 func (p *Permit) adjust(ctx context.Context, pages int) {

@@ -159,3 +159,25 @@ func TestResendSettlesItsKeysPages(t *testing.T) {
 	require.NoError(t, err, "the second page of the budget is free")
 	p.Unused(ctx)
 }
+
+// TestUnsentResendKeepsItsKeysPages: a key whose first send reserved a
+// page and whose outcome is unknown is resent; the resend never leaves
+// (its deadline came: DeadlineReached, not Sent). The page stays
+// reserved: the first send may have bought it, and its reconciliation
+// settles it. It was given back, so a charge went uncounted (and a
+// refund on "not charged" took a second page off).
+func TestUnsentResendKeepsItsKeysPages(t *testing.T) {
+	ctx := context.Background()
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{DailyPages: 5}, clk)
+	day := accounts.Day(clk.now())
+	first, err := l.Acquire(ctx, Request{JobID: "j", Pages: 1})
+	require.NoError(t, err)
+	first.Done(ctx, false, false, 0) // unknown: the page stays reserved
+	require.Equal(t, 1, spentOn(t, l, day))
+
+	resend, err := l.Acquire(ctx, Request{JobID: "j", Resend: true, Pages: 1, FirstSend: clk.now()})
+	require.NoError(t, err)
+	resend.Unused(ctx)
+	require.Equal(t, 1, spentOn(t, l, day), "the key's page stays reserved")
+}
