@@ -108,6 +108,10 @@ func (l Limits) Rate(tat, now time.Time) (next time.Time, wait time.Duration, ok
 	if tat.Before(now) {
 		tat = now
 	}
+	if most := now.Add(time.Duration(burst) * interval); tat.After(most) {
+		// Left by a slower rate: a raised limit applies at once.
+		tat = most
+	}
 	allowAt := tat.Add(-time.Duration(burst-1) * interval)
 	if allowAt.After(now) {
 		return tat, allowAt.Sub(now), false

@@ -61,3 +61,24 @@ func TestRetryFavoursHighPriorityWithoutStarving(t *testing.T) {
 	starved := accounts.Retry(false, 2*time.Minute, time.Minute, 100*time.Millisecond, 0.5)
 	require.Equal(t, high, starved, "a normal job kept waiting is served like a high one")
 }
+
+// TestRaisedRateAppliesAtOnce: a burst at a slow rate leaves the limiter's
+// time hours ahead; once the rate is raised, the wait is the new rate's.
+func TestRaisedRateAppliesAtOnce(t *testing.T) {
+	now := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	slow := accounts.Limits{RatePerSec: 0.01, Burst: 100}
+	var tat time.Time
+	for range 100 {
+		next, _, ok := slow.Rate(tat, now)
+		require.True(t, ok)
+		tat = next
+	}
+	_, wait, ok := slow.Rate(tat, now)
+	require.False(t, ok)
+	require.Equal(t, 100*time.Second, wait, "the slow rate's next start")
+
+	fast := accounts.Limits{RatePerSec: 10, Burst: 100}
+	_, wait, ok = fast.Rate(tat, now)
+	require.False(t, ok, "the burst is spent")
+	require.LessOrEqual(t, wait, 100*time.Millisecond, "one interval of the new rate, not hours")
+}

@@ -84,6 +84,9 @@ func (c ScheduleCommand) Canonical() (ScheduleCommand, time.Time, error) {
 	case slot.UTC().Year() < 0 || slot.UTC().Year() > 9999:
 		// Its canonical form in UTC would not be RFC 3339 (four-digit years).
 		bad("slot", "%q falls outside the years 0000-9999 in UTC", c.Slot)
+	case slot.IsZero():
+		// Go's zero time stands for "no time" everywhere downstream.
+		bad("slot", "%q is the zero time, not a slot", c.Slot)
 	}
 	c.Slot = slot.UTC().Format(time.RFC3339Nano)
 

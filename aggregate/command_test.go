@@ -19,6 +19,7 @@ func TestScheduleCommandValidation(t *testing.T) {
 		{"bad slot", func(c *aggregate.ScheduleCommand) { c.Slot = "tomorrow at nine" }, []string{"slot"}},
 		{"slot before year 0 in UTC", func(c *aggregate.ScheduleCommand) { c.Slot = "0000-01-01T00:00:00+01:00" }, []string{"slot"}},
 		{"slot after year 9999 in UTC", func(c *aggregate.ScheduleCommand) { c.Slot = "9999-12-31T23:30:00-01:00" }, []string{"slot"}},
+		{"the zero time", func(c *aggregate.ScheduleCommand) { c.Slot = "0001-01-01T00:00:00Z" }, []string{"slot"}},
 		{"empty query", func(c *aggregate.ScheduleCommand) { c.Query = "   " }, []string{"query"}},
 		{"long query", func(c *aggregate.ScheduleCommand) { c.Query = string(make([]byte, 3000)) + "x" }, nil},
 		{"country", func(c *aggregate.ScheduleCommand) { c.Country = "USA" }, []string{"country"}},

@@ -123,9 +123,12 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		{WorkStream, jetstream.ConsumerConfig{Durable: ScheduleConsumer, Description: "serpent: recurring schedules whose slot came",
 			FilterSubject: ScheduleDuePrefix + "*", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 			MaxDeliver: -1, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+		// One command at a time over every engine: a create and then a
+		// delete of one schedule taken by two engines at once could be
+		// applied the other way round.
 		{CommandStream, jetstream.ConsumerConfig{Durable: ScheduleAdminConsumer, Description: "serpent: commands on recurring schedules",
 			FilterSubject: ScheduleAdminSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-			MaxDeliver: -1, MaxAckPending: 1000, DeliverPolicy: jetstream.DeliverAllPolicy}},
+			MaxDeliver: -1, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverAllPolicy}},
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{
 		{Bucket: SchedulesBucket, Description: "serpent: recurring schedules, their definitions and state", History: 1,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/store"
@@ -40,12 +41,16 @@ func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
 		return c, &RejectError{Reason: ReasonTooLarge,
 			Msg: fmt.Sprintf("command is %d bytes, the limit is %d", len(data), MaxCommandBytes)}
 	}
+	if !utf8.Valid(data) {
+		// The decoder would replace the bad bytes, and buy another search.
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is not valid UTF-8"}
+	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
 		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is not a JSON schedule command: " + err.Error()}
 	}
-	if d.More() {
+	if len(bytes.TrimSpace(data[d.InputOffset():])) > 0 {
 		return c, &RejectError{Reason: ReasonMalformed, Msg: "command has data after its JSON object"}
 	}
 	return c, nil
@@ -107,6 +112,11 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 			Fields: []aggregate.FieldError{{Field: "account", Message: fmt.Sprintf("%q is not an account of this engine", sched.Account)}}}
 	}
 	evs, err := e.decider.Decide(aggregate.State{}, sched, e.cfg.Now(), e.cfg.IDs)
+	if errors.Is(err, aggregate.ErrInvalidInput) {
+		// A command the checks above let through but the aggregate
+		// refuses would come again for ever: it is a rejection.
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
+	}
 	if err != nil {
 		return Scheduled{}, known{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
 	}

@@ -296,6 +296,9 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	}
 	if lim.RatePerSec > 0 {
 		wait, err := l.takeRate(ctx, acct, lim, now)
+		if errors.Is(err, errContended) {
+			err, wait = nil, contendedRetry // busy: wait a moment, as for the rate
+		}
 		if err != nil || wait > 0 {
 			p.release(context.WithoutCancel(ctx))
 			if err != nil {
@@ -317,6 +320,10 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 			}
 			return json.Marshal(s.Add(pages, lim.Price()))
 		})
+		if errors.Is(err, errContended) {
+			p.release(context.WithoutCancel(ctx))
+			return nil, l.throttle(acct, jobID, WaitBudget, contendedRetry)
+		}
 		if err != nil || !fits {
 			p.release(context.WithoutCancel(ctx))
 			if err != nil {
@@ -551,7 +558,8 @@ func (l *Limiter) Pause(ctx context.Context, account string, until time.Time, re
 
 // update changes one key with compare-and-set; fn returns nil to leave it.
 func (l *Limiter) update(ctx context.Context, key string, fn func(old []byte) ([]byte, error)) error {
-	for range 32 {
+	give := time.Now().Add(updatePatience)
+	for attempt := 0; ; attempt++ {
 		var old []byte
 		var rev uint64
 		e, err := l.kv.Get(ctx, key)
@@ -571,9 +579,25 @@ func (l *Limiter) update(ctx context.Context, key string, fn func(old []byte) ([
 			_, err = l.kv.Update(ctx, key, value, rev)
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			continue // changed meanwhile
+			// Changed meanwhile, by one of the many workers that share
+			// the key: back off a random moment, so they spread out.
+			if time.Now().After(give) {
+				return fmt.Errorf("%w: %s kept changing for %s", errContended, key, updatePatience)
+			}
+			sleep(ctx, time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(attempt, 6), 50*time.Millisecond))+1)))
+			continue
 		}
 		return err
 	}
-	return fmt.Errorf("limiter: %s keeps changing", key)
 }
+
+// updatePatience bounds how long update tries a key other workers keep
+// changing.
+const updatePatience = 2 * time.Second
+
+// contendedRetry is how long a search waits when its account's shared
+// state was too busy to update.
+const contendedRetry = 250 * time.Millisecond
+
+// errContended: a shared key kept changing under update.
+var errContended = errors.New("limiter: contended")

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -180,4 +181,47 @@ func TestUnsentResendKeepsItsKeysPages(t *testing.T) {
 	require.NoError(t, err)
 	resend.Unused(ctx)
 	require.Equal(t, 1, spentOn(t, l, day), "the key's page stays reserved")
+}
+
+// TestBusyAccountKeysDoNotFailSearches: 64 workers of one engine start
+// searches of one account at once, with a rate and a budget far from
+// reached. Each start updates the account's rate and spend keys; without
+// backing off, the compare-and-set rounds ran out and searches failed
+// ("keeps changing"), and budget settlements were dropped. Now none fails,
+// and the day's spend counts every page.
+func TestBusyAccountKeysDoNotFailSearches(t *testing.T) {
+	ctx := context.Background()
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{RatePerSec: 100000, Burst: 100000, DailyPages: 1000000}, clk)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures []error
+		started  int
+	)
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 5 {
+				p, err := l.Acquire(ctx, Request{JobID: fmt.Sprintf("j%d-%d", w, i), Pages: 1})
+				var te *ThrottledError
+				mu.Lock()
+				switch {
+				case errors.As(err, &te):
+				case err != nil:
+					failures = append(failures, err)
+				default:
+					started++
+				}
+				mu.Unlock()
+				if err == nil {
+					p.Done(ctx, true, true, 1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Empty(t, failures)
+	require.Equal(t, started, spentOn(t, l, accounts.Day(clk.now())), "every bought page counted")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/aggregate"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper/sandbox"
@@ -100,4 +101,30 @@ func TestScheduleDeleteDeliveredAgain(t *testing.T) {
 		return nil
 	})
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + "no_such_schedule": 1}, l.rejections(), "only the delete of a schedule that never was")
+}
+
+// TestCommandsParsedStrictly: bytes that are not UTF-8 (the decoder would
+// have replaced them, and bought a search for another query) and data
+// after the object are malformed; a slot at Go's zero time is refused as a
+// slot, not retried for ever.
+func TestCommandsParsedStrictly(t *testing.T) {
+	ok := `{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`
+	for name, payload := range map[string]string{
+		"not UTF-8":        strings.Replace(ok, "espresso", "caf\xe9", 1),
+		"a brace too many": ok + "}",
+		"a bracket after":  ok + " ]",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := worker.ParseCommand([]byte(payload))
+			var rej *worker.RejectError
+			require.ErrorAs(t, err, &rej)
+			require.Equal(t, worker.ReasonMalformed, rej.Reason)
+		})
+	}
+	c, err := worker.ParseCommand([]byte(strings.Replace(ok, "2026-12-02T14:00:00Z", "0001-01-01T00:00:00Z", 1)))
+	require.NoError(t, err)
+	_, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+	var ve *aggregate.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "invalid_slot", ve.Reason())
 }

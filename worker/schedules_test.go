@@ -310,3 +310,43 @@ func TestStartInThePast(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleCommandsInOrderOverEngines: two engines share the schedule
+// commands; a create then a delete of each of 20 schedules leaves none
+// (taken by both engines at once, deletes overtook their creates and were
+// refused, and the schedules stayed, buying at every slot).
+func TestScheduleCommandsInOrderOverEngines(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for _, name := range []string{"a", "b"} {
+		eng := l.engine(name, worker.Hooks{})
+		cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
+		require.NoError(t, err)
+		go func() { _ = eng.RunScheduleCommands(ctx, l.schedules(nil), l.srv.JS, cmds) }()
+	}
+	const n = 20
+	for i := range n {
+		def := fmt.Sprintf(`{"id":"s%02d","schedule":"@hourly","query":"espresso %d","country":"US","language":"en","device":"mobile"}`, i, i)
+		_, err := l.srv.JS.Publish(ctx, "serp.cmd.schedules.create", []byte(def))
+		require.NoError(t, err)
+		_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.delete", []byte(fmt.Sprintf("s%02d", i)))
+		require.NoError(t, err)
+	}
+	cons, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.ScheduleAdminConsumer)
+	require.NoError(t, err)
+	natstest.WaitFor(t, 30*time.Second, func() error {
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if ci.NumPending+uint64(ci.NumAckPending) > 0 {
+			return fmt.Errorf("%d commands to go", ci.NumPending+uint64(ci.NumAckPending))
+		}
+		return nil
+	})
+	recs, err := l.schedules(nil).List(ctx)
+	require.NoError(t, err)
+	require.Empty(t, recs, "every schedule was deleted after its create")
+	require.Empty(t, l.rejections(), "no delete came before its create")
+}

@@ -66,7 +66,12 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 		return fmt.Errorf("%s: no answer from the serpent engine on %s.%s: %w (is serpent run up?)", op, worker.ServicePrefix, op, err)
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return &exitError{code: 1, err: fmt.Errorf("%s %s: %s (%s)", op, jobID, msg.Header.Get(micro.ErrorHeader), code)}
+		why := msg.Header.Get(micro.ErrorHeader)
+		var body worker.ServiceError
+		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
+			why = body.Error // the reason itself, not only its class
+		}
+		return &exitError{code: 1, err: fmt.Errorf("%s %s: %s (%s)", op, jobID, why, code)}
 	}
 	var view struct {
 		JobID  string `json:"job_id"`
