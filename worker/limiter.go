@@ -485,6 +485,19 @@ func (p *Permit) Done(ctx context.Context, billed, definite bool, pages int) {
 	}
 }
 
+// OnDay moves the pages the permit reserved to the UTC day of at, the
+// key's first send: a reservation made just before midnight for a key
+// first sent just after counts on the key's day, where its answer, or a
+// reconciliation, settles it.
+func (p *Permit) OnDay(ctx context.Context, at time.Time) {
+	if p == nil || p.settles || p.reserved == 0 || p.day == "" || accounts.Day(at) == p.day {
+		return
+	}
+	p.adjust(ctx, -p.reserved)
+	p.day = accounts.Day(at)
+	p.adjust(ctx, p.reserved)
+}
+
 // Unused gives back a permit whose search never left, and the pages it
 // reserved; a resend's key keeps what its first send reserved (its
 // outcome is still open).

@@ -225,3 +225,21 @@ func TestBusyAccountKeysDoNotFailSearches(t *testing.T) {
 	require.Empty(t, failures)
 	require.Equal(t, started, spentOn(t, l, accounts.Day(clk.now())), "every bought page counted")
 }
+
+// TestReservationMovesToTheKeysDay: a page reserved at 23:59:59.999 for a
+// key first sent at 00:00:00.001 counts on the key's day, where its
+// answer and any refund settle it; it stayed on the day before for good.
+func TestReservationMovesToTheKeysDay(t *testing.T) {
+	ctx := context.Background()
+	clk := &budgetClock{t: time.Date(2026, 12, 2, 23, 59, 59, 999e6, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{DailyPages: 5}, clk)
+	p, err := l.Acquire(ctx, Request{JobID: "j", Pages: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, spentOn(t, l, "2026-12-02"))
+	firstSend := time.Date(2026, 12, 3, 0, 0, 0, 1e6, time.UTC)
+	p.OnDay(ctx, firstSend)
+	require.Equal(t, 0, spentOn(t, l, "2026-12-02"))
+	require.Equal(t, 1, spentOn(t, l, "2026-12-03"))
+	p.Done(ctx, false, true, 0) // definitely not billed
+	require.Equal(t, 0, spentOn(t, l, "2026-12-03"), "settled on the day it counts on")
+}

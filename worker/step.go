@@ -242,6 +242,11 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	if !ok {
 		return k, nil // the key's deadline passed: reconciliation, or the job failed its budget
 	}
+	if cur, ok := s.Current(); ok {
+		// Its pages count on its key's first-send day, which settling
+		// and refunds use; the reservation may have been a day before.
+		permit.OnDay(context.WithoutCancel(ctx), cur.FirstSend)
+	}
 	log := e.jobLog(jobID, s)
 	if err := e.hook(e.cfg.Hooks.AfterClaim, jobID); err != nil {
 		return known{}, err
