@@ -28,11 +28,13 @@ const (
 )
 
 // ServerClock is the time by the NATS server's clock, as this process
-// reads it: the server's time stamp on a message it stored (a put to
-// serp_accounts, read back by its revision; the quickest of a few round
-// trips, so it is off by at most half of one), measured every ClockEvery,
-// plus the time since by this process's monotonic clock, which a step of
-// the machine's wall clock does not move.
+// reads it: its own clock, corrected by the least offset that agrees with
+// the time stamps the server gives messages it stores (puts to
+// serp_accounts, read back by revision; each stamp falls between the put
+// leaving and its acknowledgement), measured every ClockEvery and carried
+// forward on the monotonic clock, which a step of the machine's wall
+// clock does not move. A machine whose clock agrees with the server's to
+// within a round trip is not corrected.
 //
 // Engines decide by the times other engines stamped: a claim's lease end,
 // a key's first send and deadline, the last send before a reconciliation
@@ -127,13 +129,20 @@ func (c *ServerClock) run(ctx context.Context) {
 	}
 }
 
-// measure stamps the clock key a few times and keeps the offset of the
-// quickest round trip.
+// measure stamps the clock key a few times. Each stamp bounds the
+// server's offset: it was stored between the put leaving (t0) and its
+// acknowledgement (t1), so the offset lies between Created-t1 and
+// Created-t0. The bounds of every sample are intersected, and the offset
+// kept is the one nearest zero inside them: a machine whose clock agrees
+// with the server's within a round trip is not corrected at all, and a
+// slow round trip (a server restarting mid-put) widens the bounds instead
+// of moving the clock by half of it.
 func (c *ServerClock) measure(ctx context.Context) error {
 	var (
-		best time.Duration = -1
-		at   reading
-		errs []error
+		lo, hi time.Duration
+		last   time.Time // the latest local reading, with its monotonic clock
+		n      int
+		errs   []error
 	)
 	for range clockSamples {
 		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -145,10 +154,13 @@ func (c *ServerClock) measure(ctx context.Context) error {
 			// Another engine's stamp may have replaced this one already:
 			// that sample is lost, not wrong.
 			if e, err = c.kv.GetRevision(mctx, clockKey, rev); err == nil {
-				rtt := t1.Sub(t0)
-				if best < 0 || rtt < best {
-					best, at = rtt, reading{local: t0.Add(rtt / 2), server: e.Created()}
+				a, b := e.Created().Sub(t1.Round(0)), e.Created().Sub(t0.Round(0))
+				if n == 0 {
+					lo, hi = a, b
+				} else {
+					lo, hi = max(lo, a), min(hi, b)
 				}
+				n, last = n+1, t1
 			}
 		}
 		cancel()
@@ -156,21 +168,23 @@ func (c *ServerClock) measure(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if best < 0 {
+	if n == 0 {
 		return errors.Join(errs...)
 	}
-	if prev := c.at.Load(); prev != nil && best/2 > time.Duration(c.spread.Load())*4 && best > 20*time.Millisecond &&
-		c.local().Sub(prev.local) < 10*time.Minute {
-		// Round trips much slower than the last measurement's: keep its
-		// better reading a while (the monotonic clock keeps it true).
-		return nil
+	if lo > hi {
+		// Samples that disagree (a clock stepped while measuring): keep
+		// the last reading, and look again next time.
+		if c.at.Load() != nil {
+			return nil
+		}
+		lo, hi = min(lo, hi), max(lo, hi)
 	}
-	c.at.Store(&at)
-	c.spread.Store(int64(best / 2))
-	offset := at.server.Sub(at.local.Round(0))
+	offset := min(max(0, lo), hi)
+	c.at.Store(&reading{local: last, server: last.Round(0).Add(offset)})
+	c.spread.Store(int64((hi - lo) / 2))
 	if offset.Abs() > ClockWarnOffset && c.warned.CompareAndSwap(false, true) {
 		c.log.Warn("this machine's clock is off the NATS server's; serpent decides by the server's",
-			"server_ahead_by", offset.Round(time.Millisecond), "within", (best / 2).Round(time.Microsecond))
+			"server_ahead_by", offset.Round(time.Millisecond), "within", ((hi - lo) / 2).Round(time.Microsecond))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,4 +46,30 @@ func TestServerClockNeedsTheBucket(t *testing.T) {
 	srv := natstest.RunServer(t)
 	_, err := nats.NewServerClock(context.Background(), srv.JS, nil, nil)
 	require.ErrorContains(t, err, "server clock")
+}
+
+// TestSlowRoundTripDoesNotMoveTheClock: round trips that take seconds (a
+// server restarting mid-put) say little about the offset; the clock is
+// only corrected by what every stamp agrees on. Halving a 10 s round trip
+// once moved an engine's clock 5 s, and it sent keys past their deadline.
+func TestSlowRoundTripDoesNotMoveTheClock(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.RunServer(t)
+	require.NoError(t, nats.EnsureEngineStreams(ctx, srv.JS, nats.StreamOptions{}, time.Second))
+	var mu sync.Mutex
+	reads := 0
+	slowAcks := func() time.Time { // every second reading (an acknowledgement) comes 10 s late
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		if reads%2 == 0 {
+			return time.Now().Add(10 * time.Second)
+		}
+		return time.Now()
+	}
+	c, err := nats.NewServerClock(ctx, srv.JS, slowAcks, nil)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	off, within := c.Offset()
+	require.Zero(t, off, "this machine's clock agrees with the server's (within %v)", within)
 }
