@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -75,7 +76,7 @@ func (e *Engine) serveSchedule(ctx context.Context, r micro.Request) {
 		respondError(r, err)
 		return
 	}
-	_ = r.RespondJSON(out)
+	respond(r, out)
 }
 
 func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
@@ -93,7 +94,7 @@ func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
 		respondError(r, aggregate.ErrNoJob)
 		return
 	}
-	_ = r.RespondJSON(projections.ViewOf(s))
+	respond(r, projections.ViewOf(s))
 }
 
 func (e *Engine) serveCancel(ctx context.Context, r micro.Request) {
@@ -118,7 +119,7 @@ func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(ctx
 		respondError(r, err)
 		return
 	}
-	_ = r.RespondJSON(projections.ViewOf(s))
+	respond(r, projections.ViewOf(s))
 }
 
 var errBadRequest = errors.New("bad request")
@@ -140,6 +141,15 @@ func parseJobRequest(data []byte) (JobRequest, error) {
 		return req, errors.Join(errBadRequest, err)
 	}
 	return req, nil
+}
+
+// respond answers with v; an answer that cannot be sent (larger than the
+// server takes, say) is answered with a 500 that says so, rather than left
+// for the caller to time out on.
+func respond(r micro.Request, v any) {
+	if err := r.RespondJSON(v); err != nil {
+		respondError(r, fmt.Errorf("the answer could not be sent: %w", err))
+	}
 }
 
 // respondError answers with a status code the caller can act on.
@@ -194,7 +204,7 @@ func AddScheduleEndpoints(ctx context.Context, svc micro.Service, s *Schedules) 
 				respondError(r, err)
 				return
 			}
-			_ = r.RespondJSON(out)
+			respond(r, out)
 		}
 		if err := g.AddEndpoint(op.name, micro.ContextHandler(ctx, h),
 			micro.WithEndpointMetadata(map[string]string{"description": op.doc})); err != nil {
