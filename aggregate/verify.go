@@ -208,13 +208,14 @@ func Verify(evs []events.Event) []Violation {
 			case d.Verdict == VerdictCharged:
 				listed := map[string]bool{}
 				for _, en := range d.Entries {
-					switch id := ChargeID(en); {
+					id := ChargeID(en)
+					switch {
 					case purchases.charged[id]:
 						flag(e, RuleChargesOnce, "charge %s was listed by an earlier reconciliation", id)
 					case listed[id]:
 						flag(e, RuleChargesOnce, "charge %s is listed twice", id)
 					}
-					listed[ChargeID(en)] = true
+					listed[id] = true
 				}
 			}
 			notCharged := d.Verdict == VerdictNotCharged

@@ -52,7 +52,6 @@ type ServerClock struct {
 	// that moment. Now counts from it on the monotonic clock, so a step
 	// of this machine's wall clock (NTP, a restored VM) does not move it.
 	at     atomic.Pointer[reading]
-	spread atomic.Int64 // half the round trip of the measurement, ns
 	warned atomic.Bool
 
 	stop context.CancelFunc
@@ -84,9 +83,11 @@ func NewServerClock(ctx context.Context, js jetstream.JetStream, local func() ti
 	return c, nil
 }
 
-// reading is the server's time at a moment of the local clock.
+// reading is the server's time at a moment of the local clock, and how
+// far it may be off (half the width of the bounds the stamps left).
 type reading struct {
 	local, server time.Time
+	within        time.Duration
 }
 
 // Now is the server's time: the last measurement's, plus the time since
@@ -100,7 +101,7 @@ func (c *ServerClock) Now() time.Time {
 // clock (behind if negative), and the most the measurement may be off by.
 func (c *ServerClock) Offset() (offset, within time.Duration) {
 	r := c.at.Load()
-	return r.server.Sub(r.local.Round(0)), time.Duration(c.spread.Load())
+	return r.server.Sub(r.local.Round(0)), r.within
 }
 
 // Close stops measuring; Now goes on with the last offset.
@@ -180,8 +181,7 @@ func (c *ServerClock) measure(ctx context.Context) error {
 		lo, hi = min(lo, hi), max(lo, hi)
 	}
 	offset := min(max(0, lo), hi)
-	c.at.Store(&reading{local: last, server: last.Round(0).Add(offset)})
-	c.spread.Store(int64((hi - lo) / 2))
+	c.at.Store(&reading{local: last, server: last.Round(0).Add(offset), within: (hi - lo) / 2})
 	if offset.Abs() > ClockWarnOffset && c.warned.CompareAndSwap(false, true) {
 		c.log.Warn("this machine's clock is off the NATS server's; serpent decides by the server's",
 			"server_ahead_by", offset.Round(time.Millisecond), "within", ((hi - lo) / 2).Round(time.Microsecond))

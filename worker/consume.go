@@ -149,6 +149,15 @@ func (e *Engine) hold(msg jetstream.Msg, d time.Duration) bool {
 	return true
 }
 
+// storedAt is when the server stored a delivery's message, by its clock
+// (a timer's wake-up: when the timer fired); zero if unknown.
+func storedAt(msg jetstream.Msg) time.Time {
+	if meta, err := msg.Metadata(); err == nil {
+		return meta.Timestamp
+	}
+	return time.Time{}
+}
+
 // Held is the number of work deliveries this process has handed back to
 // wait out a throttle and whose delay has not run out yet.
 func (e *Engine) Held() int { return int(e.held.Load()) }
@@ -157,14 +166,10 @@ func (e *Engine) Held() int { return int(e.held.Load()) }
 func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
 	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)
 	held := false
-	var woke time.Time
-	if meta, err := msg.Metadata(); err == nil {
-		woke = meta.Timestamp // when the server stored the wake-up
-	}
 	err := e.settle(ctx, jobID, known{}, func() { _ = msg.InProgress() }, func(d time.Duration) bool {
 		held = e.hold(msg, d)
 		return held
-	}, woke)
+	}, storedAt(msg))
 	if held {
 		return // handed back (settle stopped there): it comes again when the wait is over
 	}

@@ -32,7 +32,13 @@ func budgetLimiter(t *testing.T, lim accounts.Limits, clk *budgetClock) *Limiter
 	srv := natstest.RunServer(t)
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	require.NoError(t, SetLimits(ctx, srv.JS, "", lim))
-	l, err := NewLimiter(ctx, srv.JS, "w", 2*time.Minute, clk.now, nil)
+	return limiterOn(t, srv, "w", lim, clk)
+}
+
+// limiterOn is a limiter named name on srv, once it sees lim.
+func limiterOn(t *testing.T, srv *natstest.Server, name string, lim accounts.Limits, clk *budgetClock) *Limiter {
+	t.Helper()
+	l, err := NewLimiter(context.Background(), srv.JS, name, 2*time.Minute, clk.now, nil)
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
 	natstest.WaitFor(t, 10*time.Second, func() error {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,19 +24,7 @@ func TestSlotLastsTheJobsLease(t *testing.T) {
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	lim := accounts.Limits{MaxInFlight: 1}
 	require.NoError(t, SetLimits(ctx, srv.JS, "", lim))
-	limiter := func(name string) *Limiter {
-		l, err := NewLimiter(ctx, srv.JS, name, 2*time.Minute, clk.now, nil)
-		require.NoError(t, err)
-		t.Cleanup(l.Close)
-		natstest.WaitFor(t, 10*time.Second, func() error {
-			if l.Limits("") != lim {
-				return fmt.Errorf("limits not seen yet")
-			}
-			return nil
-		})
-		return l
-	}
-	dead, other := limiter("dead"), limiter("other")
+	dead, other := limiterOn(t, srv, "dead", lim, clk), limiterOn(t, srv, "other", lim, clk)
 
 	_, err := dead.Acquire(ctx, Request{JobID: "j1", Lease: 10 * time.Minute, Pages: 1})
 	require.NoError(t, err) // never released: its worker died

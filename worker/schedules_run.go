@@ -20,11 +20,7 @@ import (
 func (e *Engine) RunFiring(ctx context.Context, s *Schedules, cons jetstream.Consumer) error {
 	return e.consume(ctx, cons, 4, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
 		id := strings.TrimPrefix(msg.Subject(), snats.ScheduleDuePrefix)
-		var woke time.Time
-		if meta, err := msg.Metadata(); err == nil {
-			woke = meta.Timestamp // when the server stored the wake-up
-		}
-		if _, err := s.fire(ctx, id, woke); err != nil {
+		if _, err := s.fire(ctx, id, storedAt(msg)); err != nil {
 			e.log.Warn("firing a schedule failed; it will be tried again", "schedule", id, "err", err)
 			_ = msg.NakWithDelay(time.Second)
 			return

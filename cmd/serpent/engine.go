@@ -85,19 +85,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	cleanup = append(cleanup, clock.Close)
-	if off, within := clock.Offset(); off.Abs() > snats.ClockWarnOffset {
-		say("this machine's clock is %s off the NATS server's (within %s); serpent decides by the server's", off.Round(time.Millisecond), within.Round(time.Microsecond))
-	}
 	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log})
 	if err != nil {
 		return err
 	}
 	var events worker.Store = st
-	name := f.name
-	if name == "" {
-		name = worker.DefaultName() // as the engine names itself
-	}
-	mx, tally := newEngineMetrics(js, name)
+	mx, tally := newEngineMetrics(js, f.workerName())
 	if f.groupCommit {
 		c := group.New(st, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)

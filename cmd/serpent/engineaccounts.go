@@ -21,11 +21,7 @@ import (
 // "serpent accounts set" is not undone by a restart.
 func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string, js jetstream.JetStream, def *serper.Client,
 	now func() time.Time, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]worker.API, *worker.Limiter, error) {
-	name := f.name
-	if name == "" {
-		name = worker.DefaultName()
-	}
-	lim, err := worker.NewLimiter(ctx, js, name, f.policy.Lease.D(), now, log)
+	lim, err := worker.NewLimiter(ctx, js, f.workerName(), f.policy.Lease.D(), now, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,4 +73,12 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 
 func accountNames(m map[string]worker.API) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
+
+// workerName is the engine's --name, or the name it gives itself.
+func (f *engineFlags) workerName() string {
+	if f.name == "" {
+		return worker.DefaultName()
+	}
+	return f.name
 }
