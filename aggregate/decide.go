@@ -383,6 +383,14 @@ func (b *emitter) repurchase(in AuthorizeRepurchase) error {
 	if !b.s.Exists() {
 		return ErrNoJob
 	}
+	if in.Seen != nil {
+		switch n := *in.Seen; {
+		case n < 0 || n > b.s.Repurchases:
+			return invalid("re-purchases so far: %d, not the %d given", b.s.Repurchases, n)
+		case n < b.s.Repurchases:
+			return nil // the decision was carried out: a repeat changes nothing
+		}
+	}
 	if b.s.Status != StatusChargedNoResult {
 		return fmt.Errorf("%w: only a charged_no_result job can be bought again, this one is %s", ErrNotAllowed, b.s.Status)
 	}

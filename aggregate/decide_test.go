@@ -202,6 +202,44 @@ func TestRepurchaseIsDeliberate(t *testing.T) {
 	require.ErrorIs(t, err, aggregate.ErrNotAllowed)
 }
 
+// TestRepurchaseRepeatedBuysOnce: an operator's request repeated after its
+// answer was lost must not authorise a second re-purchase, even when the
+// first one ended charged_no_result again by then.
+func TestRepurchaseRepeatedBuysOnce(t *testing.T) {
+	lose := func(j *job, reqID string) {
+		t.Helper()
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable", RequestID: reqID})
+		q := j.s.ReconcileQuery()
+		j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+			Entries: []events.LedgerEntry{{RequestID: reqID, Key: key, BilledPages: 1}}})
+		require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+	}
+	seen := func(n int) *int { return &n }
+	j := newJob(t)
+	lose(j, "req_A")
+
+	_, err := j.try(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report", Seen: seen(1)})
+	require.ErrorIs(t, err, aggregate.ErrInvalidInput, "the job has had no re-purchase yet")
+	_, err = j.try(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report", Seen: seen(-1)})
+	require.ErrorIs(t, err, aggregate.ErrInvalidInput)
+
+	evs := j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report", Seen: seen(0)})
+	require.Equal(t, []string{"RepurchaseAuthorized", "KeyRotated"}, types(evs))
+	require.Empty(t, j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report", Seen: seen(0)}),
+		"a repeat while the new key is pending changes nothing")
+
+	lose(j, "req_B") // the re-purchase is lost too
+	require.Empty(t, j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report", Seen: seen(0)}),
+		"a late repeat of the first decision buys nothing more")
+	require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+	require.Equal(t, 1, j.s.Repurchases)
+
+	evs = j.must(aggregate.AuthorizeRepurchase{By: "ops", Reason: "report, again", Seen: seen(1)})
+	require.Equal(t, []string{"RepurchaseAuthorized", "KeyRotated"}, types(evs), "a decision taken on the new status")
+	require.Empty(t, aggregate.Verify(j.log))
+}
+
 func TestClaimAndLease(t *testing.T) {
 	t.Run("not due before the slot", func(t *testing.T) {
 		j := newJob(t)

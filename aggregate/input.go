@@ -70,6 +70,12 @@ type Cancel struct {
 type AuthorizeRepurchase struct {
 	By     string
 	Reason string
+	// Seen, when not nil, is how many re-purchases the job had when the
+	// operator decided (its status shows them). It makes the request safe
+	// to repeat: once the job has more, the decision was carried out and
+	// a repeat authorises nothing. Nil authorises one more whenever the
+	// job is charged_no_result.
+	Seen *int
 }
 
 func (Schedule) isInput()            {}

@@ -16,9 +16,12 @@ func (e *Engine) Cancel(ctx context.Context, jobID, by, reason string) (aggregat
 }
 
 // Repurchase authorises buying again a charged_no_result job, recorded as a
-// deliberate decision, and wakes the job with its new key.
-func (e *Engine) Repurchase(ctx context.Context, jobID, by, reason string) (aggregate.State, error) {
-	return e.operate(ctx, jobID, aggregate.AuthorizeRepurchase{By: by, Reason: reason})
+// deliberate decision, and wakes the job with its new key. seen, when not
+// nil, is the number of re-purchases the job had when the operator decided:
+// a repeat of the request once the job has more authorises nothing and
+// answers the job's state (see aggregate.AuthorizeRepurchase).
+func (e *Engine) Repurchase(ctx context.Context, jobID, by, reason string, seen *int) (aggregate.State, error) {
+	return e.operate(ctx, jobID, aggregate.AuthorizeRepurchase{By: by, Reason: reason, Seen: seen})
 }
 
 // operate decides and appends an operator input, deciding again if the job
@@ -33,6 +36,9 @@ func (e *Engine) operate(ctx context.Context, jobID string, in aggregate.Input) 
 		out, err := e.decider.Decide(s, in, e.cfg.Now(), e.cfg.IDs)
 		if err != nil {
 			return s, err
+		}
+		if len(out) == 0 {
+			return s, nil // done before: nothing to write
 		}
 		if _, err = e.cfg.Store.Append(ctx, jobID, ver, out...); errors.Is(err, store.ErrConcurrency) {
 			continue

@@ -36,6 +36,11 @@ type JobRequest struct {
 	JobID  string `json:"job_id"`
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Repurchases, for a repurchase, is how many re-purchases the job's
+	// status showed when the decision was made. With it the request is
+	// safe to repeat: a repeat after the job had its new one buys nothing
+	// more. Without it every request authorises one more.
+	Repurchases *int `json:"repurchases,omitempty"`
 }
 
 // Service offers the engine's operations request-reply on NATS: schedule a
@@ -58,7 +63,7 @@ func (e *Engine) Service(ctx context.Context, nc *natsgo.Conn) (micro.Service, e
 		{"schedule", "a schedule command (JSON); answers the job id", e.serveSchedule},
 		{"status", "a job id; answers the job's status", e.serveStatus},
 		{"cancel", `{"job_id","by","reason"}; cancels a job that is not finished`, e.serveCancel},
-		{"repurchase", `{"job_id","by","reason"}; buys a charged_no_result job again, deliberately`, e.serveRepurchase},
+		{"repurchase", `{"job_id","by","reason","repurchases"}; buys a charged_no_result job again, deliberately (repurchases: the count its status showed, to make a repeat safe)`, e.serveRepurchase},
 	}
 	for _, ep := range endpoints {
 		if err := g.AddEndpoint(ep.name, micro.ContextHandler(ctx, ep.h),
@@ -98,14 +103,18 @@ func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
 }
 
 func (e *Engine) serveCancel(ctx context.Context, r micro.Request) {
-	e.serveOperator(ctx, r, e.Cancel)
+	e.serveOperator(ctx, r, func(ctx context.Context, req JobRequest) (aggregate.State, error) {
+		return e.Cancel(ctx, req.JobID, req.By, req.Reason)
+	})
 }
 
 func (e *Engine) serveRepurchase(ctx context.Context, r micro.Request) {
-	e.serveOperator(ctx, r, e.Repurchase)
+	e.serveOperator(ctx, r, func(ctx context.Context, req JobRequest) (aggregate.State, error) {
+		return e.Repurchase(ctx, req.JobID, req.By, req.Reason, req.Repurchases)
+	})
 }
 
-func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(ctx context.Context, jobID, by, reason string) (aggregate.State, error)) {
+func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(context.Context, JobRequest) (aggregate.State, error)) {
 	req, err := parseJobRequest(r.Data())
 	if err != nil {
 		respondError(r, err)
@@ -114,7 +123,7 @@ func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(ctx
 	if req.By == "" {
 		req.By = "micro"
 	}
-	s, err := op(ctx, req.JobID, req.By, req.Reason)
+	s, err := op(ctx, req)
 	if err != nil {
 		respondError(r, err)
 		return

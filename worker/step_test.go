@@ -122,10 +122,39 @@ func TestReplayUnavailableReconciles(t *testing.T) {
 
 		// An operator buys it again, deliberately.
 		e.api.reply = func(string, int) serper.Result { return success("req_B", false) }
-		_, err := eng.Repurchase(context.Background(), job, "ops", "needed for the weekly report")
+		_, err := eng.Repurchase(context.Background(), job, "ops", "needed for the weekly report", nil)
 		require.NoError(t, err)
 		s = e.runToEnd(eng, job)
 		require.Equal(t, aggregate.StatusSucceeded, s.Status)
+		require.Empty(t, aggregate.Verify(e.log(job)))
+	})
+	t.Run("a repeated decision buys once", func(t *testing.T) {
+		e := setup(t, func(key string, n int) serper.Result {
+			return confirmed(409, "idempotency_replay_unavailable", "req_"+key)
+		})
+		eng := e.engine("w1", worker.Hooks{})
+		job := e.schedule(eng)
+		key, _ := e.state(job).Current()
+		e.api.charge(key.Key, "req_"+key.Key)
+		require.Equal(t, aggregate.StatusChargedNoResult, e.runToEnd(eng, job).Status)
+
+		ctx, seen := context.Background(), 0
+		_, err := eng.Repurchase(ctx, job, "ops", "report", &seen)
+		require.NoError(t, err)
+		again, _ := e.state(job).Current()
+		e.api.charge(again.Key, "req_"+again.Key)
+		require.Equal(t, aggregate.StatusChargedNoResult, e.runToEnd(eng, job).Status, "lost again")
+		require.Equal(t, 2, e.api.sendCount())
+
+		// The first request's answer was lost; the operator's tool asks
+		// again with what it was decided on.
+		n := len(e.log(job))
+		s, err := eng.Repurchase(ctx, job, "ops", "report", &seen)
+		require.NoError(t, err)
+		require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
+		require.Len(t, e.log(job), n, "nothing written")
+		require.Equal(t, aggregate.StatusChargedNoResult, e.runToEnd(eng, job).Status)
+		require.Equal(t, 2, e.api.sendCount(), "not bought a third time")
 		require.Empty(t, aggregate.Verify(e.log(job)))
 	})
 	t.Run("ledger down, then not charged", func(t *testing.T) {

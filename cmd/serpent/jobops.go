@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/worker"
 )
@@ -33,6 +34,10 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 	by := fs.String("by", "", "who acts (default: the local user name)")
 	reason := fs.String("reason", "", "why (required for repurchase)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the engine")
+	seen := -1
+	if op == "repurchase" {
+		fs.IntVar(&seen, "repurchases", -1, "the re-purchases the job's status showed when you decided (default: asked of the engine first); a repeat with the same number buys nothing more")
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: serpent %s JOB_ID [flags]\n\nAsks a running engine (the %q micro service) to %s the job. Flags:\n\n", op, worker.ServiceName, op)
 		fs.PrintDefaults()
@@ -58,12 +63,61 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 		return err
 	}
 	defer nc.Close()
-	req, _ := json.Marshal(worker.JobRequest{JobID: jobID, By: *by, Reason: *reason})
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	jr := worker.JobRequest{JobID: jobID, By: *by, Reason: *reason}
+	if op != "repurchase" {
+		view, err := askEngine(ctx, nc, op, jobID, jr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s\n", view.JobID, view.Status)
+		return nil
+	}
+	// A re-purchase names the count of re-purchases it was decided on, so
+	// asking again after a lost answer cannot buy twice.
+	if seen < 0 {
+		view, err := askEngine(ctx, nc, "status", jobID, worker.JobRequest{JobID: jobID})
+		if err != nil {
+			return err
+		}
+		seen = view.Repurchases
+	}
+	jr.Repurchases = &seen
+	for {
+		try, stop := context.WithTimeout(ctx, max(*timeout/4, time.Second))
+		view, err := askEngine(try, nc, op, jobID, jr)
+		stop()
+		var exit *exitError
+		switch {
+		case err == nil:
+			fmt.Fprintf(stdout, "%s %s\n", view.JobID, view.Status)
+			return nil
+		case errors.As(err, &exit) || errors.Is(err, natsgo.ErrNoResponders) || ctx.Err() != nil:
+			if exit == nil {
+				err = fmt.Errorf("%w; it may have been authorised: `serpent status %s` shows it, and `serpent repurchase %s --repurchases %d` asks again without buying twice", err, jobID, jobID, seen)
+			}
+			return err
+		}
+		// No answer in time: the same request again is safe.
+	}
+}
+
+// jobView is what the CLI reads of a job's status.
+type jobView struct {
+	JobID       string `json:"job_id"`
+	Status      string `json:"status"`
+	Repurchases int    `json:"repurchases"`
+}
+
+// askEngine sends one request to the serpent micro service. An error
+// answer is an *exitError; no answer is a plain error.
+func askEngine(ctx context.Context, nc *natsgo.Conn, op, jobID string, jr worker.JobRequest) (jobView, error) {
+	var view jobView
+	req, _ := json.Marshal(jr)
 	msg, err := nc.RequestWithContext(ctx, worker.ServicePrefix+"."+op, req)
 	if err != nil {
-		return fmt.Errorf("%s: no answer from the serpent engine on %s.%s: %w (is serpent run up?)", op, worker.ServicePrefix, op, err)
+		return view, fmt.Errorf("%s: no answer from the serpent engine on %s.%s: %w (is serpent run up?)", op, worker.ServicePrefix, op, err)
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		why := msg.Header.Get(micro.ErrorHeader)
@@ -71,15 +125,10 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
 			why = body.Error // the reason itself, not only its class
 		}
-		return &exitError{code: 1, err: fmt.Errorf("%s %s: %s (%s)", op, jobID, why, code)}
-	}
-	var view struct {
-		JobID  string `json:"job_id"`
-		Status string `json:"status"`
+		return view, &exitError{code: 1, err: fmt.Errorf("%s %s: %s (%s)", op, jobID, why, code)}
 	}
 	if err := json.Unmarshal(msg.Data, &view); err != nil {
-		return fmt.Errorf("%s: unreadable answer: %w", op, err)
+		return view, fmt.Errorf("%s: unreadable answer: %w", op, err)
 	}
-	fmt.Fprintf(stdout, "%s %s\n", view.JobID, view.Status)
-	return nil
+	return view, nil
 }

@@ -104,6 +104,8 @@ func TestUpstreamAndOperatorPaths(t *testing.T) {
 	require.Equal(t, 1, exitCode(err))
 	_, err = cli(t, r.natsURL, "repurchase", job, "--by", "ops", "--reason", "test")
 	require.ErrorContains(t, err, "only a charged_no_result job")
+	_, err = cli(t, r.natsURL, "repurchase", job, "--by", "ops", "--reason", "test", "--repurchases", "1")
+	require.ErrorContains(t, err, "re-purchases so far: 0, not the 1 given")
 	_, err = cli(t, r.natsURL, "cancel", "NOPE", "--by", "ops", "--reason", "test")
 	require.ErrorContains(t, err, "NOPE", "the reason, not only \"bad request\"")
 	require.NotRegexp(t, `cancel NOPE: bad request \(400\)$`, err.Error())
