@@ -34,7 +34,8 @@ const (
 	// bucket serp_schedules.
 	ScheduleTimerPrefix   = "serp.sched.timer."
 	ScheduleDuePrefix     = "serp.sched.due."
-	ScheduleAdminSubjects = "serp.cmd.schedules.>"
+	ScheduleAdminSubjects = ScheduleOpPrefix + ">"
+	ScheduleOpPrefix      = "serp.cmd.schedules."
 	SchedulesBucket       = "serp_schedules"
 
 	// AccountsBucket holds each API account's limits and the state the
@@ -114,8 +115,12 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		stream string
 		cfg    jetstream.ConsumerConfig
 	}{
+		// The intake sees every command subject: a command on one that
+		// nothing handles (a typo, an unknown version) becomes a rejection
+		// instead of lying unread; schedule operations it leaves to the
+		// schedule-admin consumer.
 		{CommandStream, jetstream.ConsumerConfig{Durable: IntakeConsumer, Description: "serpent: intake of schedule commands",
-			FilterSubject: ScheduleSubject, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			FilterSubject: CommandSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 			MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy}},
 		{WorkStream, jetstream.ConsumerConfig{Durable: WorkConsumer, Description: "serpent: due jobs for the workers",
 			FilterSubject: WorkSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,

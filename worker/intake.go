@@ -21,6 +21,10 @@ const MaxCommandBytes = 16 << 10
 const (
 	ReasonMalformed = "malformed"
 	ReasonTooLarge  = "too_large"
+	// ReasonUnknownSubject refuses a command on a serp.cmd subject that
+	// serpent does not read (only serp.cmd.schedule and
+	// serp.cmd.schedules.<op> are commands).
+	ReasonUnknownSubject = "unknown_subject"
 )
 
 // RejectError says why a command cannot become a job. Reason is the token of

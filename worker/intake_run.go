@@ -55,7 +55,20 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 		return
 	}
 	source := fmt.Sprintf("%s:%d", meta.Stream, meta.Sequence.Stream)
-	out, k, err := e.schedule(ctx, msg.Data(), source, true)
+	var (
+		out Scheduled
+		k   known
+	)
+	switch subj := msg.Subject(); {
+	case subj == snats.ScheduleSubject:
+		out, k, err = e.schedule(ctx, msg.Data(), source, true)
+	case strings.HasPrefix(subj, snats.ScheduleOpPrefix):
+		_ = msg.Ack() // a schedule operation: the schedule-admin consumer's
+		return
+	default:
+		err = &RejectError{Reason: ReasonUnknownSubject, Msg: fmt.Sprintf(
+			"nothing reads %s: schedule commands go on %s, schedule operations on %s<op>", subj, snats.ScheduleSubject, snats.ScheduleOpPrefix)}
+	}
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this
 		// process dies, the command comes back and the job with it.

@@ -69,6 +69,40 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 	}
 }
 
+// TestCommandsOnUnknownSubjects: a command published on a serp.cmd
+// subject nothing reads (a typo, a version serpent does not know) is
+// stored by SERP_COMMANDS; it becomes a rejection saying where commands go
+// instead of lying there unread. Schedule operations are left to their
+// own consumer.
+func TestCommandsOnUnknownSubjects(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	l.start(l.engine("w", worker.Hooks{}), 1)
+	ctx := context.Background()
+	for _, subj := range []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules", snats.ScheduleOpPrefix + "pause"} {
+		_, err := l.srv.JS.Publish(ctx, subj, []byte(cmdFor(1)))
+		require.NoError(t, err)
+	}
+	l.publish(cmdFor(2))
+	intake, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
+	require.NoError(t, err)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		ci, err := intake.Info(ctx)
+		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
+			return fmt.Errorf("commands not all settled: %v", err)
+		}
+		return nil
+	})
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 3}, l.rejections())
+	st, err := l.srv.JS.Stream(ctx, snats.RejectStream)
+	require.NoError(t, err)
+	rec, err := st.GetLastMsgForSubject(ctx, snats.RejectSubjectPrefix+worker.ReasonUnknownSubject)
+	require.NoError(t, err)
+	require.Contains(t, []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules"}, rec.Header.Get(worker.HeaderCommandSubject))
+	require.Contains(t, rec.Header.Get(worker.HeaderRejectError), "schedule commands go on serp.cmd.schedule")
+	require.Equal(t, cmdFor(1), string(rec.Data))
+	l.waitTerminal([]string{jobFor(t, cmdFor(2))}, 20*time.Second)
+}
+
 // TestScheduleDeleteDeliveredAgain: a delete delivered again (its first
 // delivery's acknowledgement lost) finds its schedule gone, as it asked,
 // and is acknowledged without a rejection; a delete of a schedule that

@@ -98,7 +98,7 @@ func scheduleReason(err error) string {
 // command; one that failed for a passing reason is delivered again.
 func (e *Engine) RunScheduleCommands(ctx context.Context, s *Schedules, js jetstream.JetStream, cons jetstream.Consumer) error {
 	return e.consume(ctx, cons, 1, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
-		op := strings.TrimPrefix(msg.Subject(), "serp.cmd.schedules.")
+		op := strings.TrimPrefix(msg.Subject(), snats.ScheduleOpPrefix)
 		_, err := s.ScheduleOp(ctx, op, msg.Data())
 		reason := scheduleReason(err)
 		if err != nil && reason == "" {

@@ -204,8 +204,8 @@ func intakeFloor(ctx context.Context, js jetstream.JetStream) (uint64, bool, err
 	return info.AckFloor.Stream, true, nil
 }
 
-// checkCommands reads every rejection and every schedule command, and
-// checks each command became a job or a rejection.
+// checkCommands reads every rejection and every command (schedule
+// operations aside), and checks each became a job or a rejection.
 func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, settled uint64, bar *progress) error {
 	rejected := map[uint64]bool{}
 	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
@@ -220,9 +220,12 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 		return fmt.Errorf("audit: rejections: %w", err)
 	}
 	var cmds []audit.Command
-	_, err = projector.ReadStream(ctx, js, snats.CommandStream, snats.ScheduleSubject, 1, 0, 1024, func(msgs []projector.Message) error {
+	_, err = projector.ReadStream(ctx, js, snats.CommandStream, snats.CommandSubjects, 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
-			cmds = append(cmds, parseCommand(m.Seq, m.Data))
+			if strings.HasPrefix(m.Subject, snats.ScheduleOpPrefix) {
+				continue // schedule operations change schedules, not jobs
+			}
+			cmds = append(cmds, parseCommand(m.Seq, m.Subject, m.Data))
 		}
 		bar.update("commands", uint64(len(cmds)), 0)
 		return nil
@@ -235,7 +238,10 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 }
 
 // parseCommand maps a command to its job as the intake does.
-func parseCommand(seq uint64, data []byte) audit.Command {
+func parseCommand(seq uint64, subject string, data []byte) audit.Command {
+	if subject != snats.ScheduleSubject {
+		return audit.Command{Seq: seq, Invalid: "nothing reads " + subject}
+	}
 	c, err := worker.ParseCommand(data)
 	if err == nil {
 		var s aggregate.Schedule

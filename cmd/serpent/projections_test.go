@@ -34,6 +34,9 @@ func setupViews(t *testing.T) *views {
 	v := &views{t: t, r: r, js: js}
 	_, err := cli(t, r.natsURL, "schedule", "--query", "x", "--country", "USA", "--no-validate") // rejected
 	require.NoError(t, err)
+	// A command on a subject nothing reads is rejected too.
+	_, err = js.Publish(context.Background(), "serp.cmd.schedul", []byte(`{"query":"typo"}`))
+	require.NoError(t, err)
 	for _, q := range []string{"espresso scale", "milk jug", "tamper"} {
 		out, err := cli(t, r.natsURL, "schedule", "--query", q, "--slot", "2026-12-02T14:00:00Z")
 		require.NoError(t, err)
@@ -64,7 +67,7 @@ func (v *views) rejected() error {
 	if err != nil {
 		return err
 	}
-	if n := st.CachedInfo().State.Msgs; n != 1 {
+	if n := st.CachedInfo().State.Msgs; n != 2 {
 		return fmt.Errorf("%d rejections", n)
 	}
 	return nil
@@ -177,7 +180,7 @@ func (v *views) rebuildAndAudit(t *testing.T) {
 		out, err = cli(t, url, "audit", "--ledger", v.r.sandboxURL)
 		require.NoError(t, err, out)
 		require.Contains(t, out, "every promise kept")
-		require.Contains(t, out, "commands        4: 3 became jobs, 1 rejected, 0 pending at the intake, 0 lost")
+		require.Contains(t, out, "commands        5: 3 became jobs, 2 rejected, 0 pending at the intake, 0 lost")
 		require.Contains(t, out, "billing ledger  3 charges: 3 observations")
 	}
 	out, err = cli(t, url, "audit", "-o", "json")
