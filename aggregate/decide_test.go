@@ -10,7 +10,7 @@ import (
 )
 
 // TestOutcomeTable walks every row of the seed's retry decision table
-// (retry.mjs) and DESIGN's refinements: the events Decide writes after one
+// (retry.mjs) and serpent's refinements: the events Decide writes after one
 // send, and whether the key survives.
 func TestOutcomeTable(t *testing.T) {
 	tests := []struct {
@@ -32,7 +32,7 @@ func TestOutcomeTable(t *testing.T) {
 		{"503", aggregate.Outcome{Status: 503, Code: "service_unavailable", RequestID: "r1"}, []string{"OutcomeClassified", "KeyRotated"}, aggregate.ActionRetryNewKey, false, aggregate.StatusRetrying},
 		{"200", aggregate.Outcome{Status: 200, RequestID: "r1", Result: okResult, Pages: 1}, []string{"ObservationStored"}, aggregate.ActionStore, true, aggregate.StatusSucceeded},
 		{"422", aggregate.Outcome{Status: 422, Code: "invalid_request", RequestID: "r1"}, []string{"JobFailed"}, aggregate.ActionFail, true, aggregate.StatusFailed},
-		// DESIGN refinements.
+		// serpent's refinements.
 		{"503 billing unavailable keeps the key", aggregate.Outcome{Status: 503, Code: "billing_unavailable", RequestID: "r1"}, []string{"OutcomeClassified"}, aggregate.ActionRetrySameKey, true, aggregate.StatusRetrying},
 		{"429 waits and rotates", aggregate.Outcome{Status: 429, Code: "rate_limited", RequestID: "r1", RetryAfter: 30 * time.Second}, []string{"OutcomeClassified", "KeyRotated"}, aggregate.ActionRetryNewKey, false, aggregate.StatusRetrying},
 		{"401 fails", aggregate.Outcome{Status: 401, Code: "unauthorized", RequestID: "r1"}, []string{"JobFailed"}, aggregate.ActionFail, true, aggregate.StatusFailed},

@@ -19,7 +19,7 @@ var (
 
 // TestPromisesUnderRandomOutcomes drives thousands of jobs through random
 // API outcomes, crashes, duplicate deliveries and clock jumps against a
-// model of the provider, and checks promises 2 to 5 of DESIGN section 2:
+// model of the provider, and checks promises 2 to 5 (docs/reliability.md):
 // every key is stored before use, one body for all keys, no key is sent past
 // its deadline, a new key comes only after a definite outcome, the provider
 // bills at most one search per job, and every job finishes within its budget.

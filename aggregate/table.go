@@ -65,7 +65,7 @@ type Table struct {
 	Default Rule   `json:"default"`
 }
 
-// DefaultTable is the Serper.live retry contract of DESIGN section 1.
+// DefaultTable is the Serper.live retry contract (the README's "The retry contract").
 func DefaultTable() Table {
 	return Table{
 		Rules: []Rule{
@@ -178,7 +178,7 @@ var classActions = map[Class]allowed{
 const whyUnsettled = "the key's search may have run and been billed, so only the same key or the billing ledger can settle it"
 
 // contractClasses are the rows whose meaning the provider's contract fixes
-// (DESIGN section 1): a deployment may change their action within what
+// (the README's retry contract): a deployment may change their action within what
 // their class allows, not their class.
 var contractClasses = map[[2]any]Class{
 	{0, ""}:                                 ClassUnknown,

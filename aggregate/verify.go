@@ -94,7 +94,7 @@ func Purchases(evs []events.Event) int {
 }
 
 // Verify checks one job's history, in order, against serpent's promises
-// (DESIGN section 2, promises 2 to 4) and the shape of a log. It returns
+// (promises 2 to 4 of docs/reliability.md) and the shape of a log. It returns
 // every violation found; an empty result means the history keeps them.
 func Verify(evs []events.Event) []Violation {
 	var (

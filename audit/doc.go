@@ -1,4 +1,4 @@
-// Package audit checks serpent's promises (DESIGN section 2) from the log
+// Package audit checks serpent's promises (docs/reliability.md) from the log
 // alone, and against the provider's billing ledger when one is given. It
 // is pure: the caller reads SERP_EVENTS, SERP_COMMANDS, SERP_REJECTED and
 // the ledger, and passes what it read and the time.

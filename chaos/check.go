@@ -64,7 +64,7 @@ type CheckResult struct {
 	Violations []string `json:"violations,omitempty"`
 }
 
-// check reads the world and holds it to DESIGN section 2.
+// check reads the world and holds it to serpent's promises (docs/reliability.md).
 func (r *run) check(ctx context.Context, checks []Check) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

@@ -23,8 +23,9 @@
 //   - every acknowledged command is in SERP_COMMANDS and is a job or has
 //     exactly one rejection record with the reason the engine's own rules
 //     give it and its payload;
-//   - the pluggable checks (DefaultChecks): serpent audit clean, and the
-//     serp_status projection equal to a fold of the log.
+//   - the pluggable checks (DefaultChecks): serpent audit clean, and every
+//     value of serp_status, serp_ledger and serp_observations equal to a
+//     fold of the log, both ways (no value missing, none extra).
 //
 // A broken promise that has the signature of a known engine bug
 // (ClassifyCharge) is reported under the bug's name. The report counts

@@ -3,6 +3,8 @@ package nats
 import (
 	"flag"
 	"strings"
+
+	natsgo "github.com/nats-io/nats.go"
 )
 
 // RegisterFlags binds the --nats-* flags to c. A flag given on the command
@@ -10,7 +12,7 @@ import (
 // from the environment does not appear in -help.
 func (c *ConnConfig) RegisterFlags(fs *flag.FlagSet) {
 	first := true
-	fs.Func("nats-url", "NATS server URLs, comma-separated (env NATS_URL); none runs an embedded server", func(s string) error {
+	fs.Func("nats-url", "NATS server URLs, comma-separated (env NATS_URL); none: "+natsgo.DefaultURL, func(s string) error {
 		if first {
 			c.URLs, first = nil, false
 		}

@@ -92,7 +92,7 @@ func (h *harness) waitIdle() {
 
 func newKey() string { return uuid.NewString() }
 
-// The engine's default next actions (DESIGN.md section 1). The aggregate
+// The engine's default next actions (the README's retry contract). The aggregate
 // owns the real table; this copy shows that a Result carries all it needs.
 const (
 	sameKey   = "resend same key"

@@ -13,7 +13,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 )
 
-// check holds the world against DESIGN section 2, from the log and from
+// check holds the world against serpent's promises (docs/reliability.md), from the log and from
 // the provider's own books, and fills in the report's figures.
 func (w *World) check() {
 	r := w.rep

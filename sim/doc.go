@@ -25,7 +25,8 @@
 // and at each delivery hand the message to a second worker at once, or
 // lose its keep-alives so a long request lets it go to another. The
 // sandbox adds the provider's faults (dropped connections before and after
-// the search, gateway pages, slow searches past the client's timeout,
+// the search, gateway pages, slow searches (past the client's timeout with
+// -sim.beyond),
 // 408/424/503, billing_unavailable, early cache expiry, rate limits) from
 // the same seed. Faults stop after Config.FaultsFor; every job must then
 // be finished within Config.Settle.

@@ -48,7 +48,7 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	f := &engineFlags{policy: aggregate.DefaultPolicy()}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.nats.register(fs)
+	f.nats.registerOrEmbed(fs)
 	fs.StringVar(&f.dataDir, "data", "serpent-data", "folder of the embedded NATS server's data (used when no NATS URL is given)")
 	fs.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on (port 0: any free port)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of serpent's streams (3 on a 3-node cluster)")

@@ -17,6 +17,13 @@ type natsFlags struct {
 
 func (f *natsFlags) register(fs *flag.FlagSet) { f.conn.RegisterFlags(fs) }
 
+// registerOrEmbed registers the flags of a command that runs an embedded
+// server when no NATS URL is given.
+func (f *natsFlags) registerOrEmbed(fs *flag.FlagSet) {
+	f.conn.RegisterFlags(fs)
+	fs.Lookup("nats-url").Usage = "NATS server URLs, comma-separated (env NATS_URL); none runs an embedded server"
+}
+
 // connect connects with the flags, then the environment, then the nats CLI
 // context, and returns a JetStream handle.
 func (f *natsFlags) connect(env func(string) string, log *slog.Logger, name string) (*natsgo.Conn, jetstream.JetStream, error) {

@@ -1,6 +1,7 @@
-// Package sandbox simulates the Serper.live search API: the contract of
-// DESIGN.md section 1, a billing ledger, statistics, and seeded faults. Tests,
-// the demo, chaos runs and benchmarks talk to it instead of the paid API.
+// Package sandbox simulates the Serper.live search API: its contract (the
+// README's "The retry contract"), a billing ledger, statistics, and seeded
+// faults. Tests, the demo, chaos runs and benchmarks talk to it instead of
+// the paid API.
 //
 // # Endpoints
 //
