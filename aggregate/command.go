@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -80,13 +81,13 @@ func (c ScheduleCommand) Canonical() (ScheduleCommand, time.Time, error) {
 	case strings.TrimSpace(c.Slot) == "":
 		bad("slot", "is required (RFC 3339 time, for example 2026-12-02T14:00:00Z)")
 	case err != nil:
-		bad("slot", "%q is not an RFC 3339 time such as 2026-12-02T14:00:00Z", c.Slot)
+		bad("slot", "%s is not an RFC 3339 time such as 2026-12-02T14:00:00Z", quoted(c.Slot))
 	case slot.UTC().Year() < 0 || slot.UTC().Year() > 9999:
 		// Its canonical form in UTC would not be RFC 3339 (four-digit years).
-		bad("slot", "%q falls outside the years 0000-9999 in UTC", c.Slot)
+		bad("slot", "%s falls outside the years 0000-9999 in UTC", quoted(c.Slot))
 	case slot.IsZero():
 		// Go's zero time stands for "no time" everywhere downstream.
-		bad("slot", "%q is the zero time, not a slot", c.Slot)
+		bad("slot", "%s is the zero time, not a slot", quoted(c.Slot))
 	}
 	c.Slot = slot.UTC().Format(time.RFC3339Nano)
 
@@ -101,15 +102,15 @@ func (c ScheduleCommand) Canonical() (ScheduleCommand, time.Time, error) {
 	}
 	c.Country = strings.ToUpper(strings.TrimSpace(c.Country))
 	if !isLetters(c.Country, 2) {
-		bad("country", "%q is not a two-letter ISO 3166 country code such as US", c.Country)
+		bad("country", "%s is not a two-letter ISO 3166 country code such as US", quoted(c.Country))
 	}
 	c.Language = strings.ToLower(strings.TrimSpace(c.Language))
 	if !isLetters(c.Language, 2) {
-		bad("language", "%q is not a two-letter ISO 639-1 language code such as en", c.Language)
+		bad("language", "%s is not a two-letter ISO 639-1 language code such as en", quoted(c.Language))
 	}
 	c.Device = strings.ToLower(strings.TrimSpace(c.Device))
 	if c.Device != "desktop" && c.Device != "mobile" {
-		bad("device", "%q is not desktop or mobile", c.Device)
+		bad("device", "%s is not desktop or mobile", quoted(c.Device))
 	}
 	if c.Limit == 0 {
 		c.Limit = DefaultLimit
@@ -119,19 +120,29 @@ func (c ScheduleCommand) Canonical() (ScheduleCommand, time.Time, error) {
 	}
 	c.Account = strings.TrimSpace(c.Account)
 	if c.Account != "" && events.ValidateJobID(c.Account) != nil {
-		bad("account", "%q is not a name of [a-z0-9_-], at most 64 characters", c.Account)
+		bad("account", "%s is not a name of [a-z0-9_-], at most 64 characters", quoted(c.Account))
 	}
 	c.Priority = strings.ToLower(strings.TrimSpace(c.Priority))
 	if c.Priority == "" {
 		c.Priority = PriorityNormal
 	}
 	if c.Priority != PriorityNormal && c.Priority != PriorityHigh {
-		bad("priority", "%q is not high or normal", c.Priority)
+		bad("priority", "%s is not high or normal", quoted(c.Priority))
 	}
 	if len(errs) > 0 {
 		return c, time.Time{}, &ValidationError{Fields: errs}
 	}
 	return c, slot.UTC(), nil
+}
+
+// quoted quotes a value for an error message, its first 64 bytes only: a
+// message about a field never grows with the field.
+func quoted(v string) string {
+	const limit = 64
+	if len(v) <= limit {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(strings.ToValidUTF8(v[:limit], "")) + fmt.Sprintf("… (%d bytes)", len(v))
 }
 
 // Priorities of a job.

@@ -1,8 +1,10 @@
 package aggregate_test
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/stretchr/testify/require"
@@ -48,6 +50,22 @@ func TestScheduleCommandValidation(t *testing.T) {
 				require.Equal(t, "invalid_"+tt.fields[0], ve.Reason())
 			}
 		})
+	}
+}
+
+// TestFieldMessagesStayShort: a message quotes the first bytes of a bad
+// value, not all 16 KiB of it.
+func TestFieldMessagesStayShort(t *testing.T) {
+	long := strings.Repeat("ü", 5000)
+	c := aggregate.ScheduleCommand{Slot: long, Query: "q", Country: long, Language: long, Device: long, Account: long, Priority: long}
+	_, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "test")
+	var ve *aggregate.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, ve.Fields, 6)
+	for _, f := range ve.Fields {
+		require.Less(t, len(f.Message), 200, f.Field)
+		require.Contains(t, f.Message, "(10000 bytes)", f.Field)
+		require.True(t, utf8.ValidString(f.Message))
 	}
 }
 

@@ -22,11 +22,14 @@ import (
 // size and digest in headers, if the record would otherwise outgrow a
 // message).
 const (
-	HeaderRejectReason   = "Serpent-Reject-Reason"
-	HeaderRejectError    = "Serpent-Reject-Error"
-	HeaderRejectFields   = "Serpent-Reject-Fields"
-	HeaderCommandSubject = "Serpent-Command-Subject"
-	HeaderCommandSeq     = "Serpent-Command-Seq"
+	HeaderRejectReason = "Serpent-Reject-Reason"
+	HeaderRejectError  = "Serpent-Reject-Error"
+	HeaderRejectFields = "Serpent-Reject-Fields"
+	// HeaderRejectFieldsOmitted counts the field errors left out of
+	// Serpent-Reject-Fields to keep it within its 2 KB.
+	HeaderRejectFieldsOmitted = "Serpent-Reject-Fields-Omitted"
+	HeaderCommandSubject      = "Serpent-Command-Subject"
+	HeaderCommandSeq          = "Serpent-Command-Seq"
 	// HeaderCommandBytes and HeaderCommandSHA256 describe the whole
 	// command when the record keeps only its first bytes (a command too
 	// large for a record with headers of its own).
@@ -138,8 +141,10 @@ func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstre
 	m.Header.Set(HeaderRejectReason, rej.Reason)
 	m.Header.Set(HeaderRejectError, truncate(rej.Msg, 1024))
 	if len(rej.Fields) > 0 {
-		if b, err := json.Marshal(rej.Fields); err == nil {
-			m.Header.Set(HeaderRejectFields, truncate(string(b), 2048))
+		fields, omitted := fieldsHeader(rej.Fields, 2048)
+		m.Header.Set(HeaderRejectFields, fields)
+		if omitted > 0 {
+			m.Header.Set(HeaderRejectFieldsOmitted, strconv.Itoa(omitted))
 		}
 	}
 	m.Header.Set(HeaderCommandSubject, msg.Subject())
@@ -147,6 +152,26 @@ func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstre
 	m.Header.Set(natsgo.MsgIdHdr, "rejected-"+strconv.FormatUint(seq, 10))
 	_, err := js.PublishMsg(ctx, m)
 	return err
+}
+
+// fieldsHeader is the JSON array of a rejection's field errors in at most
+// limit bytes: whole fields, as many as fit (each message cut to 256
+// bytes), and how many were left out. It is always valid JSON.
+func fieldsHeader(fields []aggregate.FieldError, limit int) (string, int) {
+	out := "[]"
+	for i := range fields {
+		kept := make([]aggregate.FieldError, i+1)
+		copy(kept, fields[:i+1])
+		for j := range kept {
+			kept[j].Field, kept[j].Message = truncate(kept[j].Field, 64), truncate(kept[j].Message, 256)
+		}
+		b, err := json.Marshal(kept)
+		if err != nil || len(b) > limit {
+			return out, len(fields) - i
+		}
+		out = string(b)
+	}
+	return out, 0
 }
 
 // rejectHeadroom is what a rejection record keeps free of its command's

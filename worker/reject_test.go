@@ -138,8 +138,8 @@ func TestScheduleDeleteDeliveredAgain(t *testing.T) {
 }
 
 // TestCommandsParsedStrictly: bytes that are not UTF-8 (the decoder would
-// have replaced them, and bought a search for another query) and data
-// after the object are malformed; a slot at Go's zero time is refused as a
+// have replaced them, and bought a search for another query), data after
+// the object, a field named twice or in another case are malformed; a slot at Go's zero time is refused as a
 // slot, not retried for ever.
 func TestCommandsParsedStrictly(t *testing.T) {
 	ok := `{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`
@@ -147,6 +147,12 @@ func TestCommandsParsedStrictly(t *testing.T) {
 		"not UTF-8":        strings.Replace(ok, "espresso", "caf\xe9", 1),
 		"a brace too many": ok + "}",
 		"a bracket after":  ok + " ]",
+		// encoding/json takes the last of two and any case: which query
+		// did the publisher mean?
+		"a field twice":       strings.Replace(ok, `"query":"espresso scale"`, `"query":"espresso scale","query":"milk jug"`, 1),
+		"a field in capitals": strings.Replace(ok, `"query"`, `"Query"`, 1),
+		"both spellings":      strings.Replace(ok, `"query":"espresso scale"`, `"query":"espresso scale","QUERY":"milk jug"`, 1),
+		"escaped name twice":  strings.Replace(ok, `"query":"espresso scale"`, `"query":"espresso scale","q\u0075ery":"milk jug"`, 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := worker.ParseCommand([]byte(payload))

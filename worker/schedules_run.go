@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,15 +36,25 @@ type ScheduleRequest struct {
 	ID string `json:"id"`
 }
 
+// definitionKeys are the names of a schedule definition's fields.
+var definitionKeys = jsonKeys[recurring.Definition]()
+
 // ScheduleOp carries out one operation on schedules: create (payload: a
 // definition) or pause, resume, delete, get (payload: an id).
 func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (any, error) {
 	if op == "create" {
 		var d recurring.Definition
-		dec := json.NewDecoder(strings.NewReader(string(payload)))
+		dec := json.NewDecoder(bytes.NewReader(payload))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
-			return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New("a schedule definition is JSON with the fields id, schedule, time_zone, query, country, language, device, limit, account, priority, start, end, catch_up: " + err.Error())}
+		err := dec.Decode(&d)
+		if err == nil && len(bytes.TrimSpace(payload[dec.InputOffset():])) > 0 {
+			err = errors.New("data after the JSON object")
+		}
+		if err == nil {
+			err = exactKeys(payload, definitionKeys)
+		}
+		if err != nil {
+			return nil, &ScheduleError{Reason: ReasonMalformed, Err: fmt.Errorf("a schedule definition is JSON with the fields %s: %w", strings.Join(definitionKeys, ", "), err)}
 		}
 		return s.Create(ctx, d)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,6 +166,19 @@ func TestScheduleOperations(t *testing.T) {
 	}
 	_, err = s.Create(ctx, espresso("a", "@daily"))
 	require.ErrorIs(t, err, worker.ErrScheduleExists)
+	def := `{"id":"f","schedule":"@daily","query":"espresso","country":"US","language":"en","device":"mobile"}`
+	for name, payload := range map[string]string{
+		"a field twice":       strings.Replace(def, `"query":"espresso"`, `"query":"espresso","query":"milk jug"`, 1),
+		"a field in capitals": strings.Replace(def, `"query"`, `"Query"`, 1),
+		"data after":          def + "{}",
+	} {
+		_, err := s.ScheduleOp(ctx, "create", []byte(payload))
+		var se *worker.ScheduleError
+		require.ErrorAs(t, err, &se, name)
+		require.Equal(t, worker.ReasonMalformed, se.Reason, name)
+	}
+	_, err = s.ScheduleOp(ctx, "create", []byte(def))
+	require.NoError(t, err)
 
 	rec, err := s.Pause(ctx, "a")
 	require.NoError(t, err)
@@ -186,6 +200,7 @@ func TestScheduleOperations(t *testing.T) {
 	plan, err = s.Fire(ctx, "a")
 	require.NoError(t, err, "a wake-up of a deleted schedule is dropped")
 	require.Empty(t, plan.Fire)
+	require.NoError(t, s.Delete(ctx, "f"))
 	list, err := s.List(ctx)
 	require.NoError(t, err)
 	require.Empty(t, list)
