@@ -107,8 +107,9 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 	ready := make(chan struct{})
 	done := make(chan struct{})
 	go l.watch(w, ready, done)
-	go l.publishWaiting(wctx)
-	l.stop = func() { cancel(); _ = w.Stop(); <-done }
+	published := make(chan struct{})
+	go func() { defer close(published); l.publishWaiting(wctx) }()
+	l.stop = func() { cancel(); _ = w.Stop(); <-done; <-published }
 	select {
 	case <-ready:
 	case <-ctx.Done():

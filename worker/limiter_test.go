@@ -3,6 +3,8 @@ package worker_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
@@ -414,4 +417,51 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	info, err = work.Info(ctx)
 	require.NoError(t, err)
 	require.Equal(t, written, info.State.LastSeq, "no timer written for the held wake-ups")
+}
+
+// TestWaitingValuesDoNotAccumulate: every engine writes who waits for what
+// under a key of its own name (host and pid); a limiter deletes its own
+// when it stops, and deletes those left an hour ago by workers that were
+// killed, so serp_accounts does not grow with every restart.
+func TestWaitingValuesDoNotAccumulate(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
+	require.NoError(t, err)
+	put := func(key string, at time.Time) {
+		b, err := json.Marshal(worker.WaitingValue{Worker: key, Jobs: 1, ByReason: map[string]int{worker.WaitInFlight: 1}, At: at})
+		require.NoError(t, err)
+		_, err = kv.Put(ctx, key, b)
+		require.NoError(t, err)
+	}
+	put("wait.default.killed-long-ago", time.Now().Add(-2*time.Hour))
+	put("wait.default.another-engine", time.Now())
+	require.NoError(t, worker.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 1}))
+
+	lim, err := worker.NewLimiter(ctx, srv.JS, "w1", time.Minute, nil, nil)
+	require.NoError(t, err)
+	gone := func(key string) func() error {
+		return func() error {
+			if _, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return fmt.Errorf("%s still there (%v)", key, err)
+			}
+			return nil
+		}
+	}
+	natstest.WaitFor(t, 10*time.Second, gone("wait.default.killed-long-ago"))
+	_, err = kv.Get(ctx, "wait.default.another-engine")
+	require.NoError(t, err, "a live engine's value is kept")
+
+	// A job held back makes the limiter write its own value.
+	p, err := lim.Acquire(ctx, worker.Request{JobID: "a"})
+	require.NoError(t, err)
+	defer p.Done(ctx, false, true, 0)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		_, _ = lim.Acquire(ctx, worker.Request{JobID: "b"}) // held back: the one slot is taken
+		_, err := kv.Get(ctx, "wait.default.w1")
+		return err
+	})
+	lim.Close()
+	require.NoError(t, gone("wait.default.w1")(), "deleted when the limiter stops")
 }

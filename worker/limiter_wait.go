@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // WaitingValue is what one worker tells of the jobs it holds back for an
@@ -55,23 +57,61 @@ func (l *Limiter) WaitedFor(account, jobID string) time.Duration {
 // status views can show who waits for what over every process. A job not
 // seen held back for a while is forgotten (it went on, or another worker
 // has it); one held back again and again keeps how long it has waited.
+// When ctx ends it deletes what it wrote; at its start and every hour it
+// deletes what workers gone without doing so (killed, or a host and pid
+// name never used again) left more than an hour ago.
 func (l *Limiter) publishWaiting(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	written := map[string]bool{}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		for key := range written {
+			_ = l.kv.Delete(dctx, key)
+		}
+	}()
+	sweep := time.Time{}
 	for {
+		if now := l.now(); now.Sub(sweep) >= time.Hour {
+			sweep = now
+			l.sweepWaiting(ctx, now.Add(-time.Hour))
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		for acct, v := range l.snapshotWaiting(l.now()) {
+			key := "wait." + acct + "." + keyToken(l.worker)
 			data, err := json.Marshal(v)
 			if err == nil {
-				_, err = l.kv.Put(ctx, "wait."+acct+"."+keyToken(l.worker), data)
+				_, err = l.kv.Put(ctx, key, data)
 			}
-			if err != nil && ctx.Err() == nil {
+			if err == nil {
+				written[key] = true
+			} else if ctx.Err() == nil {
 				l.log.Debug("limiter: waiting jobs not published", "account", acct, "err", err)
 			}
+		}
+	}
+}
+
+// sweepWaiting deletes the waiting-jobs values written before cutoff,
+// each only if it was not written again meanwhile.
+func (l *Limiter) sweepWaiting(ctx context.Context, cutoff time.Time) {
+	keys, err := l.kv.ListKeysFiltered(ctx, "wait.>")
+	if err != nil {
+		return
+	}
+	for key := range keys.Keys() {
+		e, err := l.kv.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		var w WaitingValue
+		if json.Unmarshal(e.Value(), &w) == nil && w.At.Before(cutoff) {
+			_ = l.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 		}
 	}
 }
