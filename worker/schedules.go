@@ -216,14 +216,30 @@ func (s *Schedules) Get(ctx context.Context, id string) (Record, uint64, error) 
 	return rec, e.Revision(), nil
 }
 
-// List returns every schedule, by id.
+// List returns every schedule, ordered by id.
 func (s *Schedules) List(ctx context.Context) ([]Record, error) {
+	return s.ListPage(ctx, "", 0)
+}
+
+// ListPage returns, ordered by id, the schedules whose id comes after
+// after, at most limit of them (0: all).
+func (s *Schedules) ListPage(ctx context.Context, after string, limit int) ([]Record, error) {
 	keys, err := s.kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("schedules: %w", err)
 	}
-	var out []Record
+	var ids []string
 	for id := range keys.Keys() {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var out []Record
+	for _, id := range ids {
+		if limit > 0 && len(out) == limit {
+			break
+		}
 		rec, _, err := s.Get(ctx, id)
 		if errors.Is(err, ErrNoSchedule) {
 			continue // deleted meanwhile
@@ -233,12 +249,6 @@ func (s *Schedules) List(ctx context.Context) ([]Record, error) {
 		}
 		out = append(out, rec)
 	}
-	slices.SortFunc(out, func(a, b Record) int {
-		if a.Definition.ID < b.Definition.ID {
-			return -1
-		}
-		return 1
-	})
 	return out, nil
 }
 

@@ -30,6 +30,14 @@ func (e *Engine) RunFiring(ctx context.Context, s *Schedules, cons jetstream.Con
 	})
 }
 
+// ListRequest pages through the schedules: those whose id comes after
+// After, at most Limit (0: all; a list too big for one NATS message is
+// refused, so page a long one).
+type ListRequest struct {
+	After string `json:"after,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
 // ScheduleRequest names a schedule for pause, resume, delete and get; a
 // plain id as the whole payload works too.
 type ScheduleRequest struct {
@@ -59,7 +67,15 @@ func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (
 		return s.Create(ctx, d)
 	}
 	if op == "list" {
-		return s.List(ctx)
+		var r ListRequest
+		if len(bytes.TrimSpace(payload)) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(payload))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&r); err != nil || r.Limit < 0 {
+				return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New(`a list request is empty or {"after":"<id>","limit":<n>}`)}
+			}
+		}
+		return s.ListPage(ctx, r.After, r.Limit)
 	}
 	id := strings.TrimSpace(string(payload))
 	if strings.HasPrefix(id, "{") {

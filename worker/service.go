@@ -201,7 +201,7 @@ func AddScheduleEndpoints(ctx context.Context, svc micro.Service, s *Schedules) 
 	g := svc.AddGroup(ServicePrefix + ".schedules")
 	for _, op := range []struct{ name, doc string }{
 		{"create", "a schedule definition (JSON); answers the stored schedule"},
-		{"list", "answers every schedule"},
+		{"list", `answers the schedules by id: every one, or a page with {"after":"<id>","limit":<n>}`},
 		{"get", "a schedule id; answers its definition, state and recent slots"},
 		{"pause", "a schedule id; stops it firing (missed slots are skipped)"},
 		{"resume", "a schedule id; lets it fire again from its next slot"},

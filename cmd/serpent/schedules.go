@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/recurring"
@@ -117,6 +118,9 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	defer nc.Close()
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if op == "list" {
+		return listSchedules(rctx, nc, subject, out, stdout)
+	}
 	msg, err := nc.RequestWithContext(rctx, subject, payload)
 	if err != nil {
 		return fmt.Errorf("schedules %s: no answer from the serpent engine on %s: %w (is serpent run up?)", op, subject, err)
@@ -125,24 +129,6 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 		return &exitError{code: 1, err: fmt.Errorf("schedules %s: %s", op, msg.Header.Get(micro.ErrorHeader))}
 	}
 	switch op {
-	case "list":
-		recs := []worker.Record{} // none prints [], as status and ledger do
-		if err := json.Unmarshal(msg.Data, &recs); err != nil {
-			return err
-		}
-		if recs == nil {
-			recs = []worker.Record{}
-		}
-		if out.json() {
-			return printJSON(stdout, recs)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSCHEDULE\tTIME ZONE\tQUERY\tSTATE\tLAST SLOT\tNEXT SLOT")
-		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Definition.ID, r.Definition.Schedule, r.Definition.TimeZone,
-				r.Definition.Query, scheduleState(r), stamp(r.State.LastSlot), stamp(r.State.NextSlot))
-		}
-		return tw.Flush()
 	case "delete":
 		fmt.Fprintf(stdout, "deleted %s\n", rest[0])
 		return nil
@@ -197,4 +183,43 @@ func scheduleState(r worker.Record) string {
 		return "ended"
 	}
 	return "active"
+}
+
+// listPage is how many schedules `serpent schedules list` asks for at a
+// time: a list of every schedule at once outgrows a NATS message at a few
+// hundred.
+const listPage = 100
+
+// listSchedules pages through every schedule and prints them.
+func listSchedules(ctx context.Context, nc *natsgo.Conn, subject string, out output, stdout io.Writer) error {
+	recs := []worker.Record{} // none prints [], as status and ledger do
+	for after := ""; ; {
+		req, _ := json.Marshal(worker.ListRequest{After: after, Limit: listPage})
+		msg, err := nc.RequestWithContext(ctx, subject, req)
+		if err != nil {
+			return fmt.Errorf("schedules list: no answer from the serpent engine on %s: %w (is serpent run up?)", subject, err)
+		}
+		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+			return &exitError{code: 1, err: fmt.Errorf("schedules list: %s", msg.Header.Get(micro.ErrorHeader))}
+		}
+		var page []worker.Record
+		if err := json.Unmarshal(msg.Data, &page); err != nil {
+			return err
+		}
+		recs = append(recs, page...)
+		if len(page) < listPage {
+			break
+		}
+		after = page[len(page)-1].Definition.ID
+	}
+	if out.json() {
+		return printJSON(stdout, recs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSCHEDULE\tTIME ZONE\tQUERY\tSTATE\tLAST SLOT\tNEXT SLOT")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Definition.ID, r.Definition.Schedule, r.Definition.TimeZone,
+			r.Definition.Query, scheduleState(r), stamp(r.State.LastSlot), stamp(r.State.NextSlot))
+	}
+	return tw.Flush()
 }

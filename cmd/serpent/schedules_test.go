@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/recurring"
 	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
@@ -42,6 +44,33 @@ func TestSchedulesCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "espresso")
 	require.Contains(t, out, "active")
+
+	// More schedules than one answer holds are listed page by page.
+	sched, err := worker.NewSchedules(ctx, js, snats.NewTimers(js, nil), nil, nil)
+	require.NoError(t, err)
+	for i := range 130 {
+		_, err := sched.Create(ctx, recurring.Definition{ID: fmt.Sprintf("yearly-%03d", i), Schedule: "0 0 1 1 *",
+			Query: fmt.Sprintf("grinder %d", i), Country: "US", Language: "en", Device: "desktop",
+			Start: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)})
+		require.NoError(t, err)
+	}
+	out, err = cli(t, r.natsURL, "schedules", "list", "-o", "json")
+	require.NoError(t, err)
+	var all []worker.Record
+	require.NoError(t, json.Unmarshal([]byte(out), &all))
+	require.Len(t, all, 131)
+	require.Equal(t, "espresso", all[0].Definition.ID)
+	require.Equal(t, "yearly-129", all[130].Definition.ID)
+	for _, id := range []string{"yearly-000", "yearly-099", "yearly-100"} {
+		require.True(t, slices.ContainsFunc(all, func(r worker.Record) bool { return r.Definition.ID == id }), id)
+	}
+	nc, _ := natstest.Connect(t, r.natsURL)
+	msg, err := nc.Request(worker.ServicePrefix+".schedules.list", []byte(`{"after":"yearly-127","limit":5}`), 5*time.Second)
+	require.NoError(t, err)
+	var page []worker.Record
+	require.NoError(t, json.Unmarshal(msg.Data, &page))
+	require.Len(t, page, 2)
+	require.Equal(t, "yearly-128", page[0].Definition.ID)
 
 	// It fires; show lists the slots' jobs and their states.
 	natstest.WaitFor(t, 20*time.Second, func() error {
