@@ -38,7 +38,7 @@ type Limiter struct {
 	mu      sync.Mutex
 	limits  map[string]accounts.Limits
 	pauses  map[string]time.Time
-	slots   map[string]time.Time             // slot key -> held until
+	slots   map[string]slotValue             // slot key -> its holder
 	freed   map[string]chan struct{}         // account -> closed when one of its slots frees
 	waiting map[string]map[string]waitReason // account -> job -> why
 	stop    func()
@@ -96,7 +96,7 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Limiter{kv: kv, worker: worker, now: now, lease: lease, log: log, limits: map[string]accounts.Limits{},
-		pauses: map[string]time.Time{}, slots: map[string]time.Time{}, freed: map[string]chan struct{}{},
+		pauses: map[string]time.Time{}, slots: map[string]slotValue{}, freed: map[string]chan struct{}{},
 		waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := kv.WatchFiltered(wctx, []string{"limits.*", "pause.*", "slot.>"})
@@ -165,7 +165,7 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 				delete(l.freed, acct)
 			}
 		} else {
-			l.slots[key] = s.Until
+			l.slots[key] = s
 		}
 	}
 }
@@ -226,6 +226,9 @@ type Permit struct {
 	// reserved them when it was first sent); this permit's answer may
 	// settle them, but a resend that never leaves keeps them reserved.
 	settles bool
+	// running: the search may still run at the API (its outcome is
+	// unknown, or the API said it is in progress); Done keeps its slot.
+	running bool
 }
 
 // Request is one search that asks to start.
@@ -414,13 +417,16 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 	if err != nil {
 		return false, err
 	}
+	if ok, err := p.takeOwnSlot(ctx, jobID, value, n); ok || err != nil {
+		return ok, err
+	}
 	start := rand.IntN(n)
 	for i := range n {
 		key := "slot." + p.account + "." + strconv.Itoa((start+i)%n)
 		l.mu.Lock()
-		until, held := l.slots[key]
+		held, ok := l.slots[key]
 		l.mu.Unlock()
-		if held && now.Before(until) {
+		if ok && now.Before(held.Until) {
 			continue
 		}
 		rev, err := l.kv.Create(ctx, key, value)
@@ -430,8 +436,8 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 				continue
 			}
 			var s slotValue
-			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
-				continue // taken meanwhile
+			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) && s.Job != jobID {
+				continue // taken meanwhile (by another job: the job's own is taken over)
 			}
 			rev, err = l.kv.Update(ctx, key, value, e.Revision())
 			if errors.Is(err, jetstream.ErrKeyExists) {
@@ -466,6 +472,52 @@ func (l *Limiter) takeRate(ctx context.Context, acct string, lim accounts.Limits
 	return wait, err
 }
 
+// MayStillRun says the search may still be running at the API: its
+// outcome is unknown, or the API answered that it is in progress. Done
+// then keeps its slot taken, as a dead worker's is, until the lease it
+// was taken for ends (the search is over by then) or the job's next send
+// of the key takes it over: the account's searches in flight stay within
+// its cap.
+func (p *Permit) MayStillRun() {
+	if p != nil {
+		p.running = true
+	}
+}
+
+// takeOwnSlot takes over the slot the job's earlier search kept (see
+// MayStillRun), if any: the same job's resend replaces it.
+func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n int) (bool, error) {
+	l := p.l
+	l.mu.Lock()
+	var own string
+	for key, s := range l.slots {
+		if s.Job == jobID && strings.HasPrefix(key, "slot."+p.account+".") {
+			if i, err := strconv.Atoi(key[strings.LastIndexByte(key, '.')+1:]); err == nil && i < n {
+				own = key
+				break
+			}
+		}
+	}
+	l.mu.Unlock()
+	if own == "" {
+		return false, nil
+	}
+	e, err := l.kv.Get(ctx, own)
+	if err != nil {
+		return false, nil // gone meanwhile: take any free one
+	}
+	var s slotValue
+	if json.Unmarshal(e.Value(), &s) != nil || s.Job != jobID {
+		return false, nil
+	}
+	rev, err := l.kv.Update(ctx, own, value, e.Revision())
+	if err != nil {
+		return false, nil
+	}
+	p.slot, p.slotRev = own, rev
+	return true, nil
+}
+
 // Done gives the permit back. class and pages tell what the search did: a
 // result bills its pages, a definite outcome that ran nothing or was not
 // billed bills nothing, anything else (unknown, in progress, replay
@@ -474,7 +526,11 @@ func (p *Permit) Done(ctx context.Context, billed, definite bool, pages int) {
 	if p == nil {
 		return
 	}
-	p.release(ctx)
+	if p.running {
+		p.slot = "" // held until its lease ends, or its key's resend takes it
+	} else {
+		p.release(ctx)
+	}
 	if p.reserved == 0 {
 		return
 	}

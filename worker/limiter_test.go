@@ -465,3 +465,32 @@ func TestWaitingValuesDoNotAccumulate(t *testing.T) {
 	lim.Close()
 	require.NoError(t, gone("wait.default.w1")(), "deleted when the limiter stops")
 }
+
+// TestSlotKeptWhileTheSearchMayRun: a search whose outcome is unknown may
+// still run at the API, so its slot stays taken (another job waits) until
+// the job's resend of the key takes it over; a definite answer frees it.
+func TestSlotKeptWhileTheSearchMayRun(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	require.NoError(t, worker.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 1}))
+	lim, err := worker.NewLimiter(ctx, srv.JS, "w1", time.Minute, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+
+	p, err := lim.Acquire(ctx, worker.Request{JobID: "a"})
+	require.NoError(t, err)
+	p.MayStillRun() // a timeout: the search may be running
+	p.Done(ctx, false, false, 0)
+	_, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
+	var te *worker.ThrottledError
+	require.ErrorAs(t, err, &te, "the unknown search still counts in flight")
+	require.Equal(t, worker.WaitInFlight, te.Reason)
+
+	again, err := lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
+	require.NoError(t, err, "the key's resend takes its own slot over")
+	again.Done(ctx, true, true, 1)
+	p, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
+	require.NoError(t, err, "a definite answer frees the slot")
+	p.Done(ctx, true, true, 1)
+}

@@ -279,6 +279,9 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		}
 		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try)
 		billed := rule.Class == aggregate.ClassSuccess && out.Pages > 0
+		if !rule.Class.Definite() {
+			permit.MayStillRun() // its slot stays taken while the search may run
+		}
 		defer permit.Done(context.WithoutCancel(ctx), billed, rule.Settles(), out.Pages)
 	}
 	level := slog.LevelInfo
