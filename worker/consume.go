@@ -43,7 +43,7 @@ func (o RunOptions) withDefaults() RunOptions {
 func (e *Engine) Run(ctx context.Context, cons jetstream.Consumer, opts RunOptions) error {
 	opts = opts.withDefaults()
 	return e.consume(ctx, cons, opts.Concurrency, opts.Grace, func(ctx context.Context, msg jetstream.Msg) {
-		e.handle(ctx, msg, opts)
+		e.HandleWork(ctx, msg, opts)
 	})
 }
 
@@ -162,8 +162,15 @@ func storedAt(msg jetstream.Msg) time.Time {
 // wait out a throttle and whose delay has not run out yet.
 func (e *Engine) Held() int { return int(e.held.Load()) }
 
-// handle steps the job of one delivery and settles the delivery.
-func (e *Engine) handle(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
+// HandleWork steps the job of one delivery of serp.work.<job> and settles
+// the delivery: acknowledged once the job is done or its timer armed,
+// handed back with a delay to wait out a short throttle (or an early
+// wake-up), asked again after opts.RetryDelay when the step failed,
+// terminated when the job does not exist, left alone when a test hook
+// played a crash. Run calls it for every delivery; the simulation (package
+// sim) calls it with its own messages, so both run this code.
+func (e *Engine) HandleWork(ctx context.Context, msg jetstream.Msg, opts RunOptions) {
+	opts = opts.withDefaults()
 	jobID := strings.TrimPrefix(msg.Subject(), snats.WorkSubjectPrefix)
 	held := false
 	err := e.settle(ctx, jobID, known{}, func() { _ = msg.InProgress() }, func(d time.Duration) bool {

@@ -9,4 +9,10 @@
 // claim it or both rotate its key: the second append fails with
 // store.ErrConcurrency and the loser reloads. A process may die between any
 // two steps; the next worker resumes from the log with the same key.
+//
+// Run and RunIntake pull deliveries from JetStream consumers and hand each
+// to Engine.HandleWork (a due job) or Engine.HandleCommand (a command).
+// Those take any jetstream.Msg, and HandleCommand records rejections
+// through any Rejections, so the deterministic simulation (package sim)
+// drives the very handlers production runs, with messages of its own.
 package worker

@@ -40,17 +40,26 @@ const (
 // RunIntake takes schedule commands from a JetStream consumer until ctx
 // ends, concurrency at a time. Each command becomes a job or a rejection record, and is
 // acknowledged only after that is durable; a command whose handling failed
-// is delivered again.
+// is delivered again. Rejection records are published with js.
 func (e *Engine) RunIntake(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, concurrency int) error {
 	if concurrency <= 0 {
 		concurrency = 16
 	}
 	return e.consume(ctx, cons, concurrency, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
-		e.intakeOne(ctx, js, msg)
+		e.HandleCommand(ctx, js, msg)
 	})
 }
 
-func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg) {
+// HandleCommand handles one delivery of a command on serp.cmd.>: a schedule
+// command becomes a job, taken as far as it goes now (its timer armed if it
+// must wait) while the command is held, or a rejection record published
+// with rec; an operation on serp.cmd.schedules.<op> is left to its own
+// consumer; anything else is rejected as unknown_subject. The command is
+// acknowledged once that is durable, asked again a second later if it
+// failed, and left alone when a test hook played a crash. RunIntake calls
+// it for every delivery; the simulation (package sim) calls it with its own
+// messages and rejection records, so both run this code.
+func (e *Engine) HandleCommand(ctx context.Context, rec Rejections, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		e.log.Warn("command without JetStream metadata", "err", err)
@@ -82,7 +91,7 @@ func (e *Engine) intakeOne(ctx context.Context, js jetstream.JetStream, msg jets
 	case errors.Is(err, ErrCrash):
 		return // a test plays a crash: leave the command unacknowledged
 	case errors.As(err, &rej):
-		if err := e.reject(ctx, js, msg, meta.Sequence.Stream, rej); err != nil {
+		if err := e.reject(ctx, rec, msg, meta.Sequence.Stream, rej); err != nil {
 			e.log.Warn("recording a rejection failed; the command will be tried again", "seq", meta.Sequence.Stream, "err", err)
 			_ = msg.NakWithDelay(time.Second)
 			return
@@ -128,10 +137,10 @@ func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive fu
 
 // reject records a refused command on serp.rejected.<reason>, once per
 // command (the message id is the command's sequence).
-func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg, seq uint64, rej *RejectError) error {
+func (e *Engine) reject(ctx context.Context, rec Rejections, msg jetstream.Msg, seq uint64, rej *RejectError) error {
 	m := natsgo.NewMsg(snats.RejectSubjectPrefix + rej.Reason)
 	m.Data = msg.Data()
-	if limit := int(js.Conn().MaxPayload()) - rejectHeadroom; len(m.Data) > limit {
+	if limit := int(maxPayload(rec)) - rejectHeadroom; len(m.Data) > limit {
 		// The command fitted; the record, with its headers, would not.
 		sum := sha256.Sum256(m.Data)
 		m.Header.Set(HeaderCommandBytes, strconv.Itoa(len(m.Data)))
@@ -150,7 +159,7 @@ func (e *Engine) reject(ctx context.Context, js jetstream.JetStream, msg jetstre
 	m.Header.Set(HeaderCommandSubject, msg.Subject())
 	m.Header.Set(HeaderCommandSeq, strconv.FormatUint(seq, 10))
 	m.Header.Set(natsgo.MsgIdHdr, "rejected-"+strconv.FormatUint(seq, 10))
-	_, err := js.PublishMsg(ctx, m)
+	_, err := rec.PublishMsg(ctx, m)
 	return err
 }
 
