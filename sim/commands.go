@@ -8,30 +8,43 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/worker"
 )
 
-// command is one message published on serp.cmd.schedule, and what became
-// of it.
+// command is one message published on SERP_COMMANDS, and what became of
+// it.
 type command struct {
+	subject   string // serp.cmd.schedule, unless it is a stray
 	payload   []byte
 	publishAt time.Time
 	// job is the job it must become, or reason the rejection it must get.
 	job, reason string
 
-	// What the intake did, guarded by the world's mutex.
-	scheduled string
-	rejected  string
+	// The rejection the intake recorded, guarded by the world's mutex.
+	rejected string
 }
 
+// strayCommand is a subject of SERP_COMMANDS that nothing reads.
+const strayCommand = snats.ScheduleSubject + ".v2"
+
 // commands draws the world's commands: one per job, some published again
-// in an equivalent spelling, and malformed ones of every kind. Every job
-// has its own body, so a charge per body is a charge per job.
+// in an equivalent spelling, malformed ones of every kind, and a valid one
+// on a subject nothing reads (a typo, a version the engine does not know).
+// Every job has its own body, so a charge per body is a charge per job.
 func commands(cfg Config, start time.Time) []*command {
 	r := rand.New(rand.NewPCG(cfg.Seed, 0xc0de))
 	at := func() time.Time {
 		return start.Add(time.Duration(r.Int64N(int64(cfg.Spread)))).Truncate(time.Millisecond)
+	}
+	// publish is when a valid command of slot is published.
+	publish := func(slot time.Time) time.Time {
+		p := at()
+		if latest := slot.Add(-cfg.Ahead); cfg.Ahead > 0 && p.After(latest) {
+			p = latest
+		}
+		return p
 	}
 	var out []*command
 	for i := range cfg.Jobs {
@@ -44,7 +57,7 @@ func commands(cfg Config, start time.Time) []*command {
 			Language: "en", Device: []string{"desktop", "mobile"}[r.IntN(2)], Limit: limits[r.IntN(len(limits))]}
 		payload, _ := json.Marshal(c)
 		job := jobOf(payload)
-		out = append(out, &command{payload: payload, publishAt: at(), job: job})
+		out = append(out, &command{subject: snats.ScheduleSubject, payload: payload, publishAt: publish(slot), job: job})
 		if r.Float64() < cfg.Duplicates {
 			// The same observation in another spelling: another zone,
 			// other spacing and case. It is the same job.
@@ -52,13 +65,15 @@ func commands(cfg Config, start time.Time) []*command {
 			c.Query = "  " + strings.ReplaceAll(c.Query, " ", "   ") + " "
 			c.Country, c.Device = strings.ToLower(c.Country), strings.ToUpper(c.Device)
 			again, _ := json.Marshal(c)
-			out = append(out, &command{payload: again, publishAt: at(), job: job})
+			out = append(out, &command{subject: snats.ScheduleSubject, payload: again, publishAt: publish(slot), job: job})
 		}
 	}
 	for i := range cfg.Malformed {
 		m := malformed[r.IntN(len(malformed))]
-		out = append(out, &command{payload: []byte(m.payload(i)), publishAt: at(), reason: m.reason})
+		out = append(out, &command{subject: snats.ScheduleSubject, payload: []byte(m.payload(i)), publishAt: at(), reason: m.reason})
 	}
+	stray := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"sim %d stray","country":"US","language":"en","device":"mobile"}`, cfg.Seed)
+	out = append(out, &command{subject: strayCommand, payload: []byte(stray), publishAt: at(), reason: worker.ReasonUnknownSubject})
 	return out
 }
 

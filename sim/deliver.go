@@ -47,17 +47,18 @@ func (w *World) deliver(m *message, now time.Time) {
 		}
 	}
 	lostKA := !w.calm && w.rng.Float64() < w.cfg.Faults.KeepAliveLost
-	var started []*task
+	var started []*simMsg
 	for _, wk := range targets {
-		started = append(started, w.newTask(wk, m, intake))
+		t := w.newTask(wk, m, intake)
+		started = append(started, &simMsg{w: w, t: t, delivered: uint64(m.deliveries), lostKeepAlive: lostKA})
 	}
 	w.rep.Deliveries += len(targets)
 	w.mu.Unlock()
-	for _, t := range started {
+	for _, sm := range started {
 		if intake {
-			go w.handleCommand(t)
+			go w.handleCommand(sm.t, sm)
 		} else {
-			go w.handleWork(t, lostKA)
+			go w.handleWork(sm.t, sm)
 		}
 	}
 }

@@ -1,25 +1,39 @@
 // Package sim is serpent's deterministic simulation: the real engine
-// (worker.Engine: its Step, its Schedule, its crash hooks), the real
-// sandbox behind the real client, and the strict in-memory event store,
-// run on the fake clock of a testing/synctest bubble, with a seeded
-// scheduler deciding everything that could happen in either order.
+// (worker.Engine, through the delivery handlers its JetStream consumers
+// run, and its crash hooks), the real sandbox behind the real client, and
+// the strict in-memory event store, run on the fake clock of a
+// testing/synctest bubble, with a seeded scheduler deciding everything
+// that could happen in either order.
 //
 // Each task (one delivery of a due job, or of a command, to one worker
-// process) runs in its own goroutine but only between a resume and its
+// process) runs the code production runs for it: Engine.HandleWork for a
+// wake-up on serp.work.<job>, Engine.HandleCommand for a command on
+// serp.cmd.> (refused ones recorded through the task's worker.Rejections).
+// The delivery is a jetstream.Msg of the sim's (simMsg): its subject, its
+// payload, its metadata (stream sequence, delivery count, and when the
+// server stored it, by the server's clock, which may run ahead of the
+// workers': Config.ServerAhead), and its settlements (ack, term, nak with
+// its delay, keep-alives) go to the sim's model of the consumers. A
+// pluggable Stepper (the naive comparison) is not an engine: its
+// deliveries are stepped, and its commands scheduled, by the sim itself.
+//
+// Each task runs in its own goroutine but only between a resume and its
 // next yield: before a load, around an append, before the request leaves
 // and after its reply, before a ledger look-up, at the engine's crash
-// hooks, before a timer is armed and before the delivery is settled. At
-// every step the scheduler waits until every goroutine is blocked
-// (synctest.Wait), then picks, with its own seeded source, one parked task
-// to resume or one message to deliver; when nothing can happen it lets
-// fake time run to the next event. At each resume it may also
+// hooks, before a timer is armed, before a rejection is recorded and
+// before the delivery is settled. At every step the scheduler waits until
+// every goroutine is blocked (synctest.Wait), then picks, with its own
+// seeded source, one parked task to resume or one message to deliver; when
+// nothing can happen it lets fake time run to the next event. At each
+// resume it may also
 //
 //   - crash the task's worker process (all its tasks stop where they are;
 //     it comes back empty later),
 //   - pause the process (SIGSTOP, a long GC), past its lease if it likes,
 //   - fail a load or an append (nothing written), or lose an append's
 //     reply after it was written (store.ErrUnknownOutcome),
-//   - fail a billing ledger look-up or the arming of a timer,
+//   - fail a billing ledger look-up, the arming of a timer or the
+//     recording of a rejection,
 //   - lose or delay an acknowledgement, so the message comes back,
 //
 // and at each delivery hand the message to a second worker at once, or
@@ -36,7 +50,10 @@
 // per job and per body, every charge accounted for by the log, every
 // charged or sent key stored by a job, every request of a key after its
 // claim and before its deadline, no body changed under a key, every
-// command a job or its rejection.
+// command a job or its rejection (a record carrying the command's
+// sequence and payload). A world whose fake time stops moving while the
+// scheduler keeps turning (a wake-up handed to a worker again and again)
+// fails as a livelock.
 //
 // A seed replays a world exactly (TestDeterminism checks it). A failing
 // seed is printed with the command that reruns it alone.

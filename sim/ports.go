@@ -38,7 +38,7 @@ func (w *World) ports(t *task) Ports {
 		}
 		return nil
 	}
-	return Ports{
+	p := Ports{
 		Name:   t.worker.name,
 		Store:  taskStore{w, t},
 		API:    taskAPI{w, t},
@@ -46,6 +46,10 @@ func (w *World) ports(t *task) Ports {
 		Hooks:  worker.Hooks{AfterSchedule: hook, AfterClaim: hook, AfterSearch: hook, AfterRecord: hook},
 		IDs:    newIDs(w.cfg.Seed, uint64(t.id), time.Now),
 	}
+	if w.breakPorts != nil {
+		p = w.breakPorts(t, p)
+	}
+	return p
 }
 
 // taskStore is the in-memory store seen through one task.

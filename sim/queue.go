@@ -15,13 +15,18 @@ import (
 //   - SERP_WORK holds at most one message per job: a new wake-up replaces
 //     the old one, whose later acknowledgement no longer matters;
 //   - arming a job's timer replaces its earlier timer; a due timer fires a
-//     wake-up.
+//     wake-up;
+//   - the server stamps each message it stores, and fires timers, by its
+//     own clock, which may run ahead of the workers' (ahead).
+//
+// Times passed in are the workers' (the world's clock).
 type queue struct {
+	ahead  time.Duration // the server's clock less the workers'
 	seq    uint64
 	work   map[string]*message // a job's current message in SERP_WORK
-	timers map[string]*timer
-	due    msgHeap // work messages by the time they can be delivered
-	cmds   msgHeap // commands likewise
+	timers map[string]*timer   // at: by the server's clock
+	due    msgHeap             // work messages by the time they can be delivered
+	cmds   msgHeap             // commands likewise
 	clock  timerHeap
 }
 
@@ -30,6 +35,7 @@ type message struct {
 	seq        uint64
 	job        string
 	cmd        *command
+	stored     time.Time // when it was published (a wake-up: when its timer fired)
 	at         time.Time // deliverable from
 	gen        int       // bumped when at changes; older heap entries are stale
 	deliveries int
@@ -42,9 +48,12 @@ type timer struct {
 	gen int
 }
 
-func newQueue() *queue {
-	return &queue{work: map[string]*message{}, timers: map[string]*timer{}}
+func newQueue(ahead time.Duration) *queue {
+	return &queue{ahead: ahead, work: map[string]*message{}, timers: map[string]*timer{}}
 }
+
+// server is the server's clock when the workers' reads now.
+func (q *queue) server(now time.Time) time.Time { return now.Add(q.ahead) }
 
 // publishWork puts a wake-up of job on SERP_WORK, replacing the last one.
 func (q *queue) publishWork(job string, now time.Time) {
@@ -52,7 +61,7 @@ func (q *queue) publishWork(job string, now time.Time) {
 		old.settled = true
 	}
 	q.seq++
-	m := &message{seq: q.seq, job: job, at: now}
+	m := &message{seq: q.seq, job: job, stored: q.server(now), at: now}
 	q.work[job] = m
 	heap.Push(&q.due, msgEntry{m, m.gen, m.at})
 }
@@ -60,15 +69,15 @@ func (q *queue) publishWork(job string, now time.Time) {
 // publishCommand puts a command on SERP_COMMANDS at its publish time.
 func (q *queue) publishCommand(c *command) *message {
 	q.seq++
-	m := &message{seq: q.seq, cmd: c, at: c.publishAt}
+	m := &message{seq: q.seq, cmd: c, stored: q.server(c.publishAt), at: c.publishAt}
 	heap.Push(&q.cmds, msgEntry{m, m.gen, m.at})
 	return m
 }
 
-// arm sets job's timer, replacing the earlier one; a time already past
-// wakes the job at once.
+// arm sets job's timer for at by the server's clock, replacing the earlier
+// one; a time the server has passed wakes the job at once.
 func (q *queue) arm(job string, at, now time.Time) {
-	if !at.After(now) {
+	if !at.After(q.server(now)) {
 		// As nats.Timers does: a due wake-up is published at once; a
 		// timer armed earlier stays and fires later, harmlessly.
 		q.publishWork(job, now)
@@ -84,7 +93,7 @@ func (q *queue) arm(job string, at, now time.Time) {
 	heap.Push(&q.clock, timerEntry{t, t.gen, at})
 }
 
-// fire publishes the wake-ups of every timer due by now.
+// fire publishes the wake-ups of every timer the server finds due at now.
 func (q *queue) fire(now time.Time) {
 	for q.clock.Len() > 0 {
 		e := q.clock[0]
@@ -92,7 +101,7 @@ func (q *queue) fire(now time.Time) {
 			heap.Pop(&q.clock)
 			continue
 		}
-		if e.at.After(now) {
+		if e.at.After(q.server(now)) {
 			return
 		}
 		heap.Pop(&q.clock)
@@ -182,7 +191,7 @@ func (q *queue) nextEvent() time.Time {
 			heap.Pop(&q.clock)
 			continue
 		}
-		earlier(e.at)
+		earlier(e.at.Add(-q.ahead))
 		break
 	}
 	return t

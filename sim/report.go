@@ -22,13 +22,15 @@ type Report struct {
 	SimTime time.Duration
 
 	// The scheduler's doing.
-	Steps, Deliveries, Redeliveries   int
-	DuplicateDeliveries               int
-	ConcurrentDeliveries              int
-	Crashes, Restarts, Pauses         int
-	LongestPause                      time.Duration
-	Injected                          map[string]int // point:verdict
-	StepErrors                        int
+	Steps, Deliveries, Redeliveries int
+	DuplicateDeliveries             int
+	ConcurrentDeliveries            int
+	Crashes, Restarts, Pauses       int
+	LongestPause                    time.Duration
+	Injected                        map[string]int // point:verdict
+	// Naks counts the deliveries workers asked to have again: a failed
+	// step, a wait handed back.
+	Naks                              int
 	HitHorizon                        bool
 	Sends, Executions, Charges        int
 	SandboxFaults                     map[sandbox.FaultKind]int
@@ -77,7 +79,14 @@ func describe(c Config) string {
 	}
 	return label + fmt.Sprintf("jobs=%d workers=%dx%d intake=%d ackwait=%s crash=%.3f pause=%.3f store=%.3f/%.3f ledger=%.2f keys=%d age=%s search=%s slow=%s",
 		c.Jobs, c.Workers, c.Slots, c.IntakeSlots, c.AckWait, f.Crash, f.Pause, f.StoreFail, f.StoreLost, f.LedgerFail,
-		c.Policy.MaxKeys, c.Policy.MaxAge.D(), c.Sandbox.SearchTime, c.Sandbox.SlowSearchTime)
+		c.Policy.MaxKeys, c.Policy.MaxAge.D(), c.Sandbox.SearchTime, c.Sandbox.SlowSearchTime) + serverAhead(c)
+}
+
+func serverAhead(c Config) string {
+	if c.ServerAhead == 0 {
+		return ""
+	}
+	return " server+" + c.ServerAhead.String()
 }
 
 // String is the report in a few lines.
@@ -86,8 +95,8 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "seed %d: %s\n", r.Seed, r.Config)
 	fmt.Fprintf(&b, "  %d jobs from %d commands, %d events, %s of simulated time; final %s\n",
 		r.Jobs, r.Cmds, r.Events, r.SimTime.Round(time.Second), counts(r.Final))
-	fmt.Fprintf(&b, "  %d scheduler steps, %d deliveries (%d redelivered, %d duplicated, %d concurrent), %d crashes, %d restarts, %d pauses (longest %s)\n",
-		r.Steps, r.Deliveries, r.Redeliveries, r.DuplicateDeliveries, r.ConcurrentDeliveries, r.Crashes, r.Restarts, r.Pauses, r.LongestPause.Round(time.Second))
+	fmt.Fprintf(&b, "  %d scheduler steps, %d deliveries (%d redelivered, %d duplicated, %d concurrent, %d asked again), %d crashes, %d restarts, %d pauses (longest %s)\n",
+		r.Steps, r.Deliveries, r.Redeliveries, r.DuplicateDeliveries, r.ConcurrentDeliveries, r.Naks, r.Crashes, r.Restarts, r.Pauses, r.LongestPause.Round(time.Second))
 	fmt.Fprintf(&b, "  injected %s; sandbox faults %s\n", counts(r.Injected), counts(r.SandboxFaults))
 	fmt.Fprintf(&b, "  %d requests, %d executions, %d charges, %d duplicate charges; outcomes %s; %d rotations, %d deadlines, %d reconciliations\n",
 		r.Sends, r.Executions, r.Charges, r.DuplicateCharges, counts(r.Outcomes), r.Rotations, r.Deadlines, r.Reconciles)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/worker"
 )
 
@@ -18,93 +19,95 @@ const (
 	term
 )
 
-// handleWork is one delivery of a due job, as worker.Engine.Run handles
-// it: step the job; on a wait, arm its timer, then acknowledge; on an
-// error, ask for redelivery; on a crash, nothing (the ack wait brings it
-// back).
-func (w *World) handleWork(t *task, lostKeepAlive bool) {
+// handleWork is one delivery of a due job, handled as the engine's work
+// consumer handles it: worker.Engine.HandleWork, with the delivery as a
+// jetstream.Msg (simMsg). A pluggable Stepper (the naive comparison) is
+// not an engine: it is stepped as the engine used to be (stepWith).
+func (w *World) handleWork(t *task, m *simMsg) {
 	defer w.finish(t)
 	p := w.ports(t)
-	var st Stepper
 	if w.NewStepper != nil {
-		st = w.NewStepper(p)
-	} else {
-		st = w.engine(t, p)
+		w.stepWith(w.NewStepper(p), t, m, p)
+		return
 	}
-	keepAlive := func() {
-		if lostKeepAlive {
-			return
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if now := time.Now(); !t.dead && !t.worker.paused(now) {
-			w.q.keepAlive(t.msg, now, w.cfg.AckWait)
-		}
-	}
-	next, err := st.Step(t.ctx, t.msg.job, keepAlive)
+	w.engine(t, p).HandleWork(t.ctx, m, worker.RunOptions{RetryDelay: w.cfg.RetryDelay})
+}
+
+// stepWith handles a delivery of a due job with a Stepper that is not the
+// engine: step the job; on a wait, arm its timer, then acknowledge; on an
+// error, ask for redelivery; on a crash, nothing (the ack wait brings it
+// back).
+func (w *World) stepWith(st Stepper, t *task, m *simMsg, p Ports) {
+	next, err := st.Step(t.ctx, t.msg.job, func() { _ = m.InProgress() })
 	switch {
 	case w.isDead(t) || errors.Is(err, worker.ErrCrash):
-		return
 	case errors.Is(err, worker.ErrNoSuchJob):
-		w.settle(t, term)
+		_ = m.Term()
 	case err != nil:
-		w.count(&w.rep.StepErrors)
-		w.settle(t, nak)
+		_ = m.NakWithDelay(w.cfg.RetryDelay)
 	case next.Step == aggregate.StepWait:
 		if err := p.Timers.Arm(t.ctx, t.msg.job, next.At); err != nil {
-			if !w.isDead(t) {
-				w.settle(t, nak)
-			}
+			_ = m.NakWithDelay(w.cfg.RetryDelay)
 			return
 		}
-		w.settle(t, ack)
+		_ = m.Ack()
 	default:
-		w.settle(t, ack)
+		_ = m.Ack()
 	}
 }
 
-// handleCommand is one delivery of a schedule command, as the engine's
-// intake handles it: a job, or a recorded rejection, then the ack.
-func (w *World) handleCommand(t *task) {
+// handleCommand is one delivery of a command, handled as the engine's
+// intake handles it: worker.Engine.HandleCommand, with the delivery as a
+// jetstream.Msg and SERP_REJECTED as the task's taskRejections. With a
+// pluggable Stepper the command only becomes a job (scheduleWith): the
+// naive worker does the rest.
+func (w *World) handleCommand(t *task, m *simMsg) {
 	defer w.finish(t)
 	eng := w.engine(t, w.ports(t))
-	c := t.msg.cmd
-	out, err := eng.Schedule(t.ctx, c.payload, fmt.Sprintf("SERP_COMMANDS:%d", t.msg.seq))
+	if w.NewStepper != nil {
+		w.scheduleWith(eng, t, m)
+		return
+	}
+	eng.HandleCommand(t.ctx, taskRejections{w, t}, m)
+}
+
+// scheduleWith makes t's command a job with worker.Engine.Schedule (which
+// arms the job's timer and goes no further), or records its rejection, and
+// settles the delivery.
+func (w *World) scheduleWith(eng *worker.Engine, t *task, m *simMsg) {
+	var err error = &worker.RejectError{Reason: worker.ReasonUnknownSubject}
+	if m.Subject() == snats.ScheduleSubject {
+		_, err = eng.Schedule(t.ctx, m.Data(), fmt.Sprintf("%s:%d", m.stream(), t.msg.seq))
+	}
 	var rej *worker.RejectError
 	switch {
 	case w.isDead(t) || errors.Is(err, worker.ErrCrash):
-		return
 	case errors.As(err, &rej):
-		switch w.yield(t, ptReject) {
-		case vDead:
-			return
-		case vFail:
-			w.settle(t, nak)
+		if err := w.recordRejection(t, rej.Reason); err != nil {
+			_ = m.NakWithDelay(w.cfg.RetryDelay)
 			return
 		}
-		w.mu.Lock()
-		c.rejected = rej.Reason // one record per command: its sequence is the record's message id
-		w.mu.Unlock()
-		w.settle(t, ack)
+		_ = m.Ack()
 	case err != nil:
-		w.settle(t, nak)
+		_ = m.NakWithDelay(w.cfg.RetryDelay)
 	default:
-		w.mu.Lock()
-		c.scheduled = out.JobID
-		w.mu.Unlock()
-		w.settle(t, ack)
+		_ = m.Ack()
 	}
 }
 
-// settle acknowledges, negatively acknowledges or terminates t's delivery,
-// unless the scheduler loses or delays the acknowledgement.
-func (w *World) settle(t *task, how settlement) {
+// settle acknowledges, negatively acknowledges (to come back after delay)
+// or terminates t's delivery, unless the scheduler loses or delays the
+// acknowledgement. It reports false if t's process died first.
+func (w *World) settle(t *task, how settlement, delay time.Duration) bool {
 	w.mu.Lock()
 	t.how = how
 	w.mu.Unlock()
 	v := w.yield(t, ptAck)
-	if v == vDead || v == vLost || v == vLate {
-		return
+	if v == vDead {
+		return false
+	}
+	if v == vLost || v == vLate {
+		return true
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -112,8 +115,10 @@ func (w *World) settle(t *task, how settlement) {
 	case ack, term:
 		w.q.ack(t.msg)
 	case nak:
-		w.q.nak(t.msg, time.Now(), w.cfg.RetryDelay)
+		w.rep.Naks++
+		w.q.nak(t.msg, time.Now(), delay)
 	}
+	return true
 }
 
 // engine is the real engine for one task: its worker's name, the task's
@@ -133,10 +138,4 @@ func (w *World) isDead(t *task) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return t.dead
-}
-
-func (w *World) count(n *int) {
-	w.mu.Lock()
-	*n++
-	w.mu.Unlock()
 }

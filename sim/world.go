@@ -34,6 +34,9 @@ type World struct {
 	// NewStepper builds the handler of due jobs for a task; nil means the
 	// real engine.
 	NewStepper func(Ports) Stepper
+	// breakPorts, if set, changes a task's ports: a test breaks the
+	// engine's world with it to show that the checks catch what follows.
+	breakPorts func(*task, Ports) Ports
 
 	sb     *sandbox.Server
 	client *serper.Client
@@ -93,7 +96,7 @@ func newWorld(cfg Config) (*World, error) {
 	w := &World{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5c4ed)), start: time.Now(),
 		sb: sb, client: client, store: memstore.New(memstore.Options{}),
-		wake: make(chan struct{}, 1), q: newQueue(), tasks: map[int]*task{},
+		wake: make(chan struct{}, 1), q: newQueue(cfg.ServerAhead), tasks: map[int]*task{},
 		sends: map[string][]send{}, rep: newReport(cfg),
 	}
 	for i := range cfg.Workers {
@@ -111,9 +114,21 @@ func newWorld(cfg Config) (*World, error) {
 func (w *World) run() *Report {
 	faultsEnd := w.start.Add(w.cfg.FaultsFor)
 	horizon := faultsEnd.Add(w.cfg.Settle)
+	var last time.Time
+	still := 0 // turns since fake time last moved
 	for {
 		synctest.Wait()
 		now := time.Now()
+		if now.Equal(last) {
+			still++
+		} else {
+			last, still = now, 0
+		}
+		if still > w.stillLimit() {
+			w.rep.fail("livelock: %d scheduler turns at %s and time does not move (a wake-up handed to a worker again and again?)",
+				still, now.Sub(w.start))
+			break
+		}
 		if !w.calm && !now.Before(faultsEnd) {
 			w.calm = true
 			w.sb.SetFaults(sandbox.Faults{})
@@ -136,6 +151,11 @@ func (w *World) run() *Report {
 	w.check()
 	return w.rep
 }
+
+// stillLimit is how many turns the scheduler takes at one instant before
+// it calls the world stuck: every task and message of a world, many times
+// over (a default world takes a few thousand at its busiest instant).
+func (w *World) stillLimit() int { return max(100_000, 200*len(w.cmds)) }
 
 // choose picks the next thing to happen at now, or says how long nothing
 // can (zero: until a task wakes up by itself), or that the world is idle.
