@@ -270,6 +270,12 @@ func TestCommands(t *testing.T) {
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
 		{"commands the intake has not settled", []audit.Command{{Seq: 1, JobID: "0123"}, {Seq: 2, Invalid: "x"}}, nil, 0,
 			audit.CommandSummary{Commands: 2, Pending: 2}, nil},
+		{"a command an earlier engine read leniently", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`}}, nil, 1,
+			audit.CommandSummary{Commands: 1, Jobs: 1}, nil},
+		{"a command refused today, neither a job nor rejected", []audit.Command{{Seq: 1, JobID: "0123", Invalid: `has the field "query" twice`}}, nil, 1,
+			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
+		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Unsettled: true}}, nil, 5,
+			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

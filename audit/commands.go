@@ -8,8 +8,13 @@ type Command struct {
 	Seq uint64
 	// JobID is the job the command maps to; empty when it is invalid.
 	JobID string
-	// Invalid says why the command cannot become a job.
+	// Invalid says why the command cannot become a job. JobID may be set
+	// too: the job an earlier, more lenient engine made of it.
 	Invalid string
+	// Unsettled says the engine has not yet handled the command for sure
+	// (past its consumer's acknowledgement floor, whichever settledUpTo
+	// says); without a job or a rejection it is pending, not lost.
+	Unsettled bool
 }
 
 // CommandSummary accounts for the commands.
@@ -40,9 +45,9 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]bool, settledUpTo
 			sum.Rejected++
 		case c.JobID != "" && hasJob:
 			sum.Jobs++
-		case c.Seq > settledUpTo:
+		case c.Unsettled || c.Seq > settledUpTo:
 			sum.Pending++
-		case c.JobID != "":
+		case c.JobID != "" && c.Invalid == "":
 			sum.Lost++
 			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq, JobID: c.JobID,
 				Detail: fmt.Sprintf("command #%d maps to job %s, which has no events, and was not rejected", c.Seq, c.JobID)})

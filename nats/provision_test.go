@@ -108,37 +108,20 @@ func TestEngineBucketsKeptAsTheyAre(t *testing.T) {
 	require.EqualValues(t, 1<<20, st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.MaxBytes, "left as it was")
 }
 
-// TestIntakeWidenedOnStart: an intake consumer made when it read only
-// serp.cmd.schedule is widened to every command subject at the next start,
-// keeping its place: what it settled is not delivered again.
-func TestIntakeWidenedOnStart(t *testing.T) {
+// TestStrayConsumerBesideTheIntake: commands on subjects nothing reads
+// are found by a consumer of their own over every command subject; the
+// intake, which engines of an earlier version share during an upgrade,
+// keeps reading serp.cmd.schedule alone.
+func TestStrayConsumerBesideTheIntake(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
-	_, err := srv.JS.CreateStream(ctx, nats.CommandStreamConfig(nats.StreamOptions{}))
-	require.NoError(t, err)
-	old, err := srv.JS.CreateOrUpdateConsumer(ctx, nats.CommandStream, jetstream.ConsumerConfig{Durable: nats.IntakeConsumer,
-		FilterSubject: nats.ScheduleSubject, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: -1})
-	require.NoError(t, err)
-	_, err = srv.JS.Publish(ctx, nats.ScheduleSubject, []byte("settled"))
-	require.NoError(t, err)
-	batch, err := old.Fetch(1)
-	require.NoError(t, err)
-	for m := range batch.Messages() {
-		require.NoError(t, m.DoubleAck(ctx))
-	}
 	require.NoError(t, nats.EnsureEngineStreams(ctx, srv.JS, nats.StreamOptions{}, time.Second))
-	c, err := srv.JS.Consumer(ctx, nats.CommandStream, nats.IntakeConsumer)
-	require.NoError(t, err)
-	require.Equal(t, nats.CommandSubjects, c.CachedInfo().Config.FilterSubject)
-	_, err = srv.JS.Publish(ctx, "serp.cmd.schedul", []byte("typo"))
-	require.NoError(t, err)
-	batch, err = c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	require.NoError(t, err)
-	var got []string
-	for m := range batch.Messages() {
-		got = append(got, string(m.Data()))
+	for name, filter := range map[string]string{nats.IntakeConsumer: nats.ScheduleSubject, nats.StrayConsumer: nats.CommandSubjects} {
+		c, err := srv.JS.Consumer(ctx, nats.CommandStream, name)
+		require.NoError(t, err)
+		require.Equal(t, filter, c.CachedInfo().Config.FilterSubject, name)
+		require.Equal(t, jetstream.AckExplicitPolicy, c.CachedInfo().Config.AckPolicy, name)
 	}
-	require.Equal(t, []string{"typo"}, got, "the settled command is not delivered again")
 }
 
 // TestBucketReplicasChecked: on a cluster, an engine bucket's replicas are

@@ -48,6 +48,7 @@ const (
 	WorkConsumer          = "serpent-workers"
 	ScheduleConsumer      = "serpent-schedules"
 	ScheduleAdminConsumer = "serpent-schedule-admin"
+	StrayConsumer         = "serpent-strays"
 )
 
 // StreamOptions configure the engine's streams.
@@ -115,12 +116,8 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		stream string
 		cfg    jetstream.ConsumerConfig
 	}{
-		// The intake sees every command subject: a command on one that
-		// nothing handles (a typo, an unknown version) becomes a rejection
-		// instead of lying unread; schedule operations it leaves to the
-		// schedule-admin consumer.
 		{CommandStream, jetstream.ConsumerConfig{Durable: IntakeConsumer, Description: "serpent: intake of schedule commands",
-			FilterSubject: CommandSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			FilterSubject: ScheduleSubject, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 			MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy}},
 		{WorkStream, jetstream.ConsumerConfig{Durable: WorkConsumer, Description: "serpent: due jobs for the workers",
 			FilterSubject: WorkSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
@@ -131,6 +128,13 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		// One command at a time over every engine: a create and then a
 		// delete of one schedule taken by two engines at once could be
 		// applied the other way round.
+		// Every command subject, to find commands on one that nothing
+		// reads (a typo, an unknown version) and record them as refused
+		// instead of leaving them unread. A consumer of its own: engines
+		// of an earlier version share the intake while they are replaced.
+		{CommandStream, jetstream.ConsumerConfig{Durable: StrayConsumer, Description: "serpent: commands on subjects nothing reads",
+			FilterSubject: CommandSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+			MaxDeliver: -1, MaxAckPending: 10000, DeliverPolicy: jetstream.DeliverAllPolicy}},
 		{CommandStream, jetstream.ConsumerConfig{Durable: ScheduleAdminConsumer, Description: "serpent: commands on recurring schedules",
 			FilterSubject: ScheduleAdminSubjects, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 			MaxDeliver: -1, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverAllPolicy}},

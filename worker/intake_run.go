@@ -74,12 +74,11 @@ func (e *Engine) HandleCommand(ctx context.Context, rec Rejections, msg jetstrea
 	switch subj := msg.Subject(); {
 	case subj == snats.ScheduleSubject:
 		out, k, err = e.schedule(ctx, msg.Data(), source, true)
-	case strings.HasPrefix(subj, snats.ScheduleOpPrefix):
-		_ = msg.Ack() // a schedule operation: the schedule-admin consumer's
-		return
 	default:
-		err = &RejectError{Reason: ReasonUnknownSubject, Msg: fmt.Sprintf(
-			"nothing reads %s: schedule commands go on %s, schedule operations on %s<op>", subj, snats.ScheduleSubject, snats.ScheduleOpPrefix)}
+		// Not the intake's (its consumer reads serp.cmd.schedule alone):
+		// the serpent-strays consumer records what nothing reads.
+		_ = msg.Ack()
+		return
 	}
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this

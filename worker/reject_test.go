@@ -71,27 +71,34 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 
 // TestCommandsOnUnknownSubjects: a command published on a serp.cmd
 // subject nothing reads (a typo, a version serpent does not know) is
-// stored by SERP_COMMANDS; it becomes a rejection saying where commands go
-// instead of lying there unread. Schedule operations are left to their
-// own consumer.
+// stored by SERP_COMMANDS; the serpent-strays consumer makes it a
+// rejection saying where commands go instead of leaving it unread.
+// Schedule commands and operations are left to their own consumers.
 func TestCommandsOnUnknownSubjects(t *testing.T) {
 	l := setupLive(t, sandbox.Faults{})
-	l.start(l.engine("w", worker.Hooks{}), 1)
-	ctx := context.Background()
+	eng := l.engine("w", worker.Hooks{})
+	l.start(eng, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
+	require.NoError(t, err)
+	go func() { _ = eng.RunStrays(ctx, l.srv.JS, strays) }()
 	for _, subj := range []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules", snats.ScheduleOpPrefix + "pause"} {
 		_, err := l.srv.JS.Publish(ctx, subj, []byte(cmdFor(1)))
 		require.NoError(t, err)
 	}
 	l.publish(cmdFor(2))
-	intake, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
-	require.NoError(t, err)
-	natstest.WaitFor(t, 20*time.Second, func() error {
-		ci, err := intake.Info(ctx)
-		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
-			return fmt.Errorf("commands not all settled: %v", err)
-		}
-		return nil
-	})
+	for _, name := range []string{snats.IntakeConsumer, snats.StrayConsumer} {
+		c, err := l.srv.JS.Consumer(ctx, snats.CommandStream, name)
+		require.NoError(t, err)
+		natstest.WaitFor(t, 20*time.Second, func() error {
+			ci, err := c.Info(ctx)
+			if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
+				return fmt.Errorf("%s: commands not all settled: %v", name, err)
+			}
+			return nil
+		})
+	}
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 3}, l.rejections())
 	st, err := l.srv.JS.Stream(ctx, snats.RejectStream)
 	require.NoError(t, err)

@@ -190,16 +190,22 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 // intakeFloor is the intake consumer's acknowledgement floor; ok is false
 // when there are no commands to check.
 func intakeFloor(ctx context.Context, js jetstream.JetStream) (uint64, bool, error) {
-	c, err := js.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
+	return consumerFloor(ctx, js, snats.IntakeConsumer)
+}
+
+// consumerFloor is the acknowledgement floor of a consumer on the
+// commands; ok is false when it does not exist.
+func consumerFloor(ctx context.Context, js jetstream.JetStream, name string) (uint64, bool, error) {
+	c, err := js.Consumer(ctx, snats.CommandStream, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("audit: intake consumer: %w", err)
+		return 0, false, fmt.Errorf("audit: consumer %s: %w", name, err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return 0, false, fmt.Errorf("audit: intake consumer: %w", err)
+		return 0, false, fmt.Errorf("audit: consumer %s: %w", name, err)
 	}
 	return info.AckFloor.Stream, true, nil
 }
@@ -219,13 +225,22 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("audit: rejections: %w", err)
 	}
+	// Commands on subjects nothing reads are the serpent-strays
+	// consumer's to reject, up to its own floor (none before an engine
+	// made it).
+	strays, _, err := consumerFloor(ctx, js, snats.StrayConsumer)
+	if err != nil {
+		return err
+	}
 	var cmds []audit.Command
 	_, err = projector.ReadStream(ctx, js, snats.CommandStream, snats.CommandSubjects, 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
 			if strings.HasPrefix(m.Subject, snats.ScheduleOpPrefix) {
 				continue // schedule operations change schedules, not jobs
 			}
-			cmds = append(cmds, parseCommand(m.Seq, m.Subject, m.Data))
+			c := parseCommand(m.Seq, m.Subject, m.Data)
+			c.Unsettled = m.Subject != snats.ScheduleSubject && m.Seq > strays
+			cmds = append(cmds, c)
 		}
 		bar.update("commands", uint64(len(cmds)), 0)
 		return nil
@@ -237,7 +252,10 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	return nil
 }
 
-// parseCommand maps a command to its job as the intake does.
+// parseCommand maps a command to its job as the intake does. A command
+// today's rules refuse as malformed but an earlier engine's decoder read
+// (a field named twice or in another case) also names the job that
+// engine made of it: found in the log, it was not lost.
 func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 	if subject != snats.ScheduleSubject {
 		return audit.Command{Seq: seq, Invalid: "nothing reads " + subject}
@@ -248,8 +266,16 @@ func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 		if s, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), ""); err == nil {
 			return audit.Command{Seq: seq, JobID: s.JobID}
 		}
+		return audit.Command{Seq: seq, Invalid: err.Error()}
 	}
-	return audit.Command{Seq: seq, Invalid: err.Error()}
+	out := audit.Command{Seq: seq, Invalid: err.Error()}
+	var lenient aggregate.ScheduleCommand
+	if json.Unmarshal(data, &lenient) == nil {
+		if s, err := aggregate.NewSchedule(lenient, aggregate.DefaultPolicy(), ""); err == nil {
+			out.JobID = s.JobID
+		}
+	}
+	return out
 }
 
 // readEventsFile reads a recorded log: one encoded event per line.

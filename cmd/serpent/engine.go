@@ -145,6 +145,10 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
+	strays, err := snats.Consumer(ctx, js, snats.CommandStream, snats.StrayConsumer)
+	if err != nil {
+		return err
+	}
 	var proj *projector.Runner
 	if *withProjections {
 		if proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: eng.Name(), Logger: log}); err != nil {
@@ -192,6 +196,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	loop("schedule command", func(ctx context.Context) error {
 		return eng.RunScheduleCommands(ctx, schedules, js, scheduleCmds)
 	})
+	loop("stray command", func(ctx context.Context) error { return eng.RunStrays(ctx, js, strays) })
 	if proj != nil {
 		loop("projection", proj.Run)
 	}

@@ -174,7 +174,7 @@ func TestRolePermissions(t *testing.T) {
 	// Nor may it stop the engine, or take its work, through its durable
 	// consumers.
 	for stream, durables := range map[string][]string{
-		snats.CommandStream: {snats.IntakeConsumer, snats.ScheduleAdminConsumer},
+		snats.CommandStream: {snats.IntakeConsumer, snats.ScheduleAdminConsumer, snats.StrayConsumer},
 		snats.WorkStream:    {snats.WorkConsumer, snats.ScheduleConsumer},
 		snats.EventStream:   {projector.Consumer},
 	} {
