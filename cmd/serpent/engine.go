@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -228,7 +229,9 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 	switch {
 	case f.sandboxURL != "":
 		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = f.sandboxURL, sandbox.DefaultToken, true
-		if err == nil {
+		if err == nil && onLoopback(f.sandboxURL) {
+			// A sandbox on this machine may be set up to check the very
+			// token (serpent chaos does); one elsewhere gets its own.
 			cfg.Token = token
 		}
 		say("SANDBOX MODE: searches go to the sandbox at %s and nothing is bought", f.sandboxURL)
@@ -265,6 +268,9 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 			url = DefaultAPIURL
 		}
 		cfg.BaseURL, cfg.Token = url, token
+		if err := tokenTransport(url); err != nil {
+			return nil, fmt.Errorf("%w: --api-url: %v", errUsage, err)
+		}
 		if f.policy.Lease.D() < f.clientTimeout+10*time.Second {
 			return nil, fmt.Errorf("%w: --lease %s must cover --client-timeout %s plus 10 s, or a slow search could be sent twice at once",
 				errUsage, f.policy.Lease.D(), f.clientTimeout)
@@ -338,4 +344,28 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		case <-time.After(f.sweepEvery):
 		}
 	}
+}
+
+// onLoopback says whether an http(s) URL names this machine.
+func onLoopback(raw string) bool {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tokenTransport refuses to send an API token in clear text off this
+// machine: a plain http:// URL must be on the loopback interface.
+func tokenTransport(raw string) error {
+	u, err := neturl.Parse(raw)
+	if err == nil && u.Scheme == "http" && !onLoopback(raw) {
+		return fmt.Errorf("%s is plain http on another machine: the API token would travel in clear text (use https)", u.Redacted())
+	}
+	return nil
 }

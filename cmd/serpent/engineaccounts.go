@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/worker"
 )
 
@@ -38,6 +39,11 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 		client := def
 		if d.BaseURL != "" || d.TokenEnv != "" || d.TokenFile != "" {
 			cfg := def.Config()
+			if d.BaseURL != "" && d.BaseURL != cfg.BaseURL && d.TokenEnv == "" && d.TokenFile == "" {
+				// The default account's token is for the default API.
+				return nil, nil, fmt.Errorf("%w: account %q: base_url %s needs a token of its own (token_env or token_file): the default account's token is not sent to another address",
+					errUsage, d.Name, d.BaseURL)
+			}
 			if d.BaseURL != "" {
 				cfg.BaseURL = d.BaseURL
 			}
@@ -50,6 +56,9 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 				if cfg.Token = env(d.TokenEnv); cfg.Token == "" {
 					return nil, nil, fmt.Errorf("%w: account %q: $%s is empty", errUsage, d.Name, d.TokenEnv)
 				}
+			}
+			if err := tokenTransport(cfg.BaseURL); err != nil && cfg.Token != sandbox.DefaultToken {
+				return nil, nil, fmt.Errorf("%w: account %q: %v", errUsage, d.Name, err)
 			}
 			if client, err = serper.New(cfg); err != nil {
 				return nil, nil, fmt.Errorf("%w: account %q: %v", errUsage, d.Name, err)

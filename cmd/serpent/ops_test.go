@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -132,6 +133,7 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		"short lease for the real API": {[]string{"--lease", "30s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "--lease"},
 		"client timeout under 100 s":   {[]string{"--client-timeout", "95s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "90"},
 		"api url without a token":      {[]string{"--api-url", "https://example.com"}, nil, "no token"},
+		"the token in clear text":      {[]string{"--api-url", "http://api.example.com"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "clear text"},
 		"margin as long as the window": {[]string{"--safety-margin", "15m"}, nil, "safety_margin"},
 		"bad log level":                {[]string{"--log-level", "loud"}, nil, "--log-level"},
 		"bad rules file":               {[]string{"--outcome-rules", "/no/such/file"}, nil, "--outcome-rules"},
@@ -146,4 +148,33 @@ func TestRunRefusesBadSettings(t *testing.T) {
 			require.NotContains(t, err.Error(), "tok_abcdefgh12345")
 		})
 	}
+}
+
+// TestAccountTokensStayWithTheirAddress: an account of the --accounts file
+// at another address needs a token of its own (the default account's is
+// not sent there), and no token goes over plain http to another machine.
+func TestAccountTokensStayWithTheirAddress(t *testing.T) {
+	env := map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345", "TEAM_TOKEN": "tok_team_987654321"}
+	for name, tc := range map[string]struct{ accounts, want string }{
+		"another address, the default token": {`[{"name":"team-b","base_url":"https://other.example"}]`, "needs a token of its own"},
+		"plain http elsewhere":               {`[{"name":"team-b","base_url":"http://other.example","token_env":"TEAM_TOKEN"}]`, "clear text"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "accounts.json")
+			require.NoError(t, os.WriteFile(file, []byte(tc.accounts), 0o600))
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"run", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "",
+				"--accounts", file}, func(k string) string { return env[k] }, &stdout, &stderr)
+			require.ErrorIs(t, err, errUsage)
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "tok_")
+		})
+	}
+	for raw, local := range map[string]bool{"http://127.0.0.1:8790": true, "http://localhost:1": true, "http://[::1]:2": true,
+		"http://sandbox:8790": false, "https://api.serper.live": false} {
+		require.Equal(t, local, onLoopback(raw), raw)
+	}
+	require.NoError(t, tokenTransport("https://api.serper.live"))
+	require.NoError(t, tokenTransport("http://127.0.0.1:8790"))
+	require.Error(t, tokenTransport("http://sandbox:8790"))
 }
