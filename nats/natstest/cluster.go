@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -98,22 +99,43 @@ func (c *Cluster) WaitStreamCurrent(t testing.TB, js jetstream.JetStream, stream
 	})
 }
 
-// ready reports whether the running nodes have a meta leader and are all
-// current.
+// ready reports whether the running nodes have a meta leader, are all
+// current, and are seen online and current by the leader: until then a
+// replicated stream can find "no suitable peers for placement".
 func (c *Cluster) ready() error {
-	leader := false
+	var leader *server.Server
+	running := 0
 	for _, node := range c.Nodes {
 		if node.Embedded == nil {
 			continue
 		}
+		running++
 		s := node.Server()
 		if !s.JetStreamIsCurrent() {
 			return fmt.Errorf("node %s is not current", node.Name)
 		}
-		leader = leader || s.JetStreamIsLeader()
+		if s.JetStreamIsLeader() {
+			leader = s
+		}
 	}
-	if !leader {
+	if leader == nil {
 		return errors.New("no JetStream meta leader")
+	}
+	jsz, err := leader.Jsz(&server.JSzOptions{})
+	if err != nil {
+		return err
+	}
+	if jsz.Meta == nil {
+		return errors.New("the meta leader reports no cluster")
+	}
+	online := 0
+	for _, p := range jsz.Meta.Replicas {
+		if p.Current && !p.Offline {
+			online++
+		}
+	}
+	if online < running-1 {
+		return fmt.Errorf("the meta leader sees %d of %d other nodes online and current", online, running-1)
 	}
 	return nil
 }

@@ -136,7 +136,10 @@ func TestInProgressAndDetachedSearch(t *testing.T) {
 }
 
 func TestHungUpClientStillBilled(t *testing.T) {
-	e := setup(t, sandbox.Config{SlowSearchTime: 50 * time.Millisecond, Faults: sandbox.Faults{SlowSearch: 1}})
+	// The search runs long enough for the test to see it running and hang
+	// up (50 ms once lost that race on a loaded machine), short enough to
+	// wait for it to end.
+	e := setup(t, sandbox.Config{SlowSearchTime: 2 * time.Second, Faults: sandbox.Faults{SlowSearch: 1}})
 	key := uuid.NewString()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan reply, 1)
