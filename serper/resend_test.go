@@ -26,7 +26,10 @@ type step struct {
 // resending the same key and body as the engine does, and shows that every
 // journey was charged exactly once, in the ledger and in the stats.
 func TestResendThroughEveryFault(t *testing.T) {
-	h := setup(t, sandbox.Config{SlowSearchTime: 600 * time.Millisecond}, 100*time.Millisecond)
+	// A second's client timeout (an ordinary reply is far quicker even on a
+	// loaded machine) and a slow search that outlasts it by seconds, so
+	// the resend after the timeout finds it still running.
+	h := setup(t, sandbox.Config{SlowSearchTime: 4 * time.Second}, time.Second)
 	ok := step{status: 200}
 	journeys := []struct {
 		name  string

@@ -323,7 +323,15 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 	pauser, err := worker.NewLimiter(ctx, l.srv.JS, "pauser", l.policy.Lease.D(), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(pauser.Close)
-	pauser.Pause(ctx, "", time.Now().Add(time.Second), "test")
+	var jobs []string
+	for i := 0; i < 5; i++ {
+		out, err := eng.Schedule(ctx, []byte(cmdFor(i)), "test") // the job, and its wake-up now
+		require.NoError(t, err)
+		jobs = append(jobs, out.JobID)
+	}
+	// Paused once the wake-ups are written: the pause need only outlast
+	// the engine's start.
+	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		st, err := worker.AccountStatuses(ctx, l.srv.JS, time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
@@ -331,12 +339,6 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 		}
 		return nil
 	})
-	var jobs []string
-	for i := 0; i < 5; i++ {
-		out, err := eng.Schedule(ctx, []byte(cmdFor(i)), "test") // the job, and its wake-up now
-		require.NoError(t, err)
-		jobs = append(jobs, out.JobID)
-	}
 	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
 	require.NoError(t, err)
 	info, err := work.Info(ctx)
@@ -372,8 +374,16 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	pauser, err := worker.NewLimiter(ctx, l.srv.JS, "pauser", l.policy.Lease.D(), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(pauser.Close)
-	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
 	a := l.limitedEngine("a", time.Minute)
+	var jobs []string
+	for i := 0; i < 5; i++ {
+		out, err := a.Schedule(ctx, []byte(cmdFor(i)), "test")
+		require.NoError(t, err)
+		jobs = append(jobs, out.JobID)
+	}
+	// Paused once the wake-ups are written: the pause need only outlast
+	// the engine's start and its end.
+	pauser.Pause(ctx, "", time.Now().Add(4*time.Second), "test")
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		st, err := worker.AccountStatuses(ctx, l.srv.JS, time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
@@ -381,12 +391,6 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 		}
 		return nil
 	})
-	var jobs []string
-	for i := 0; i < 5; i++ {
-		out, err := a.Schedule(ctx, []byte(cmdFor(i)), "test")
-		require.NoError(t, err)
-		jobs = append(jobs, out.JobID)
-	}
 	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
 	require.NoError(t, err)
 	info, err := work.Info(ctx)

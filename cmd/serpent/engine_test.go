@@ -52,11 +52,14 @@ func startEngine(t *testing.T, env map[string]string, args ...string) *engineRun
 	go func() {
 		r.done <- run(ctx, append([]string{"run"}, args...), func(k string) string { return env[k] }, r.stdout, r.stderr)
 	}()
+	// Stopped however the test ends, even if it never got ready.
+	t.Cleanup(func() { r.stop(t) })
 	natsRE := regexp.MustCompile(`JetStream at (nats://\S+)`)
 	sbRE := regexp.MustCompile(`built-in sandbox at (http://\S+)`)
 	natstest.WaitFor(t, 20*time.Second, func() error {
 		select {
 		case err := <-r.done:
+			r.done <- nil // stopped already: nothing for the cleanup to wait for
 			t.Fatalf("serpent run ended early: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout, r.stderr)
 		default:
 		}
@@ -72,7 +75,6 @@ func startEngine(t *testing.T, env map[string]string, args ...string) *engineRun
 		}
 		return nil
 	})
-	t.Cleanup(func() { r.stop(t) })
 	return r
 }
 
@@ -228,13 +230,14 @@ func TestRunEndToEnd(t *testing.T) {
 func TestRunStopsWhenALoopEnds(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan error, 1)
+	done, ended := make(chan error, 1), make(chan struct{})
 	go func() {
+		defer close(ended)
 		done <- run(ctx, []string{"run", "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "",
 			"--log-level", "error"}, func(string) string { return "" }, stdout, stderr)
 	}()
+	t.Cleanup(func() { cancel(); <-ended })
 	natsRE := regexp.MustCompile(`JetStream at (nats://\S+)`)
 	var url string
 	natstest.WaitFor(t, 20*time.Second, func() error {

@@ -51,9 +51,12 @@ func startEngineOn(t *testing.T, env map[string]string, args ...string) *engineR
 	go func() {
 		r.done <- run(ctx, append([]string{"run"}, args...), func(k string) string { return env[k] }, r.stdout, r.stderr)
 	}()
+	// Stopped however the test ends, even if it never got ready.
+	t.Cleanup(func() { r.stop(t) })
 	natstest.WaitFor(t, 30*time.Second, func() error {
 		select {
 		case err := <-r.done:
+			r.done <- nil // stopped already: nothing for the cleanup to wait for
 			t.Fatalf("serpent run ended early: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout, r.stderr)
 		default:
 		}
@@ -62,7 +65,6 @@ func startEngineOn(t *testing.T, env map[string]string, args ...string) *engineR
 		}
 		return nil
 	})
-	t.Cleanup(func() { r.stop(t) })
 	return r
 }
 

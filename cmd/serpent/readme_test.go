@@ -281,6 +281,13 @@ func (e *readmeEnv) sandboxExample(t *testing.T, args []string) {
 	go func() {
 		done <- run(ctx, append([]string{"sandbox"}, args...), func(string) string { return "" }, stdout, stderr)
 	}()
+	stopped := false
+	t.Cleanup(func() { // stopped however the test ends
+		if !stopped {
+			cancel()
+			<-done
+		}
+	})
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if !strings.HasPrefix(stdout.String(), "http://") {
 			return fmt.Errorf("no URL printed yet: %s", stderr)
@@ -288,6 +295,7 @@ func (e *readmeEnv) sandboxExample(t *testing.T, args []string) {
 		return nil
 	})
 	cancel()
+	stopped = true
 	require.NoError(t, <-done)
 }
 

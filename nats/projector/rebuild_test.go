@@ -158,13 +158,15 @@ func TestOneRebuildAtATime(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(25 * time.Millisecond):
 				if r, err := ctl.Update(ctx, "rebuild", []byte(`{"holder":"other"}`), rev); err == nil {
 					rev = r
 				}
 			}
 		}
 	}()
-	_, err = projector.Rebuild(ctx, w.srv.JS, projector.RebuildOptions{LeaseTTL: 300 * time.Millisecond})
+	// The lock is renewed forty times within one lease: a stalled
+	// renewal on a loaded machine does not let the rebuild take it.
+	_, err = projector.Rebuild(ctx, w.srv.JS, projector.RebuildOptions{LeaseTTL: time.Second})
 	require.ErrorContains(t, err, "another rebuild is running")
 }
