@@ -229,6 +229,10 @@ type Permit struct {
 	// running: the search may still run at the API (its outcome is
 	// unknown, or the API said it is in progress); Done keeps its slot.
 	running bool
+	// ownOld is the slot's value before this permit took it over from the
+	// job's earlier search, which may still run: given back unused, or
+	// with nothing that says the key's search is over, it is restored.
+	ownOld []byte
 }
 
 // Request is one search that asks to start.
@@ -429,6 +433,7 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 		if ok && now.Before(held.Until) {
 			continue
 		}
+		var own []byte
 		rev, err := l.kv.Create(ctx, key, value)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			e, gerr := l.kv.Get(ctx, key)
@@ -436,8 +441,11 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 				continue
 			}
 			var s slotValue
-			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) && s.Job != jobID {
-				continue // taken meanwhile (by another job: the job's own is taken over)
+			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
+				if s.Job != jobID {
+					continue // taken meanwhile
+				}
+				own = e.Value() // the job's earlier search's: taken over
 			}
 			rev, err = l.kv.Update(ctx, key, value, e.Revision())
 			if errors.Is(err, jetstream.ErrKeyExists) {
@@ -447,7 +455,7 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 		if err != nil {
 			return false, fmt.Errorf("limiter: take %s: %w", key, err)
 		}
-		p.slot, p.slotRev = key, rev
+		p.slot, p.slotRev, p.ownOld = key, rev, own
 		return true, nil
 	}
 	return false, nil
@@ -484,6 +492,16 @@ func (p *Permit) MayStillRun() {
 	}
 }
 
+// SearchOver says the answer settles that the key's search has ended (a
+// result, a confirmed failure of the search, a charge whose reply is
+// lost): an earlier search of the job whose slot this permit took over is
+// over too, and Done frees the slot.
+func (p *Permit) SearchOver() {
+	if p != nil {
+		p.ownOld = nil
+	}
+}
+
 // takeOwnSlot takes over the slot the job's earlier search kept (see
 // MayStillRun), if any: the same job's resend replaces it.
 func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n int) (bool, error) {
@@ -514,7 +532,7 @@ func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n 
 	if err != nil {
 		return false, nil
 	}
-	p.slot, p.slotRev = own, rev
+	p.slot, p.slotRev, p.ownOld = own, rev, e.Value()
 	return true, nil
 }
 
@@ -529,7 +547,7 @@ func (p *Permit) Done(ctx context.Context, billed, definite bool, pages int) {
 	if p.running {
 		p.slot = "" // held until its lease ends, or its key's resend takes it
 	} else {
-		p.release(ctx)
+		p.release(ctx) // the earlier search's hold comes back, if there was one
 	}
 	if p.reserved == 0 {
 		return
@@ -583,14 +601,22 @@ func (p *Permit) adjust(ctx context.Context, pages int) {
 	}
 }
 
+// release frees the permit's slot, or, if it took the slot over from the
+// job's earlier search (ownOld), gives that search its hold back.
 func (p *Permit) release(ctx context.Context) {
 	if p.slot == "" {
 		return
 	}
-	if err := p.l.kv.Delete(ctx, p.slot, jetstream.LastRevision(p.slotRev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	var err error
+	if p.ownOld != nil {
+		_, err = p.l.kv.Update(ctx, p.slot, p.ownOld, p.slotRev)
+	} else {
+		err = p.l.kv.Delete(ctx, p.slot, jetstream.LastRevision(p.slotRev))
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		p.l.log.Warn("limiter: slot not released; it frees itself when its lease ends", "slot", p.slot, "err", err)
 	}
-	p.slot = ""
+	p.slot, p.ownOld = "", nil
 }
 
 // Refund gives back pages of the spend of the day of at that turned out

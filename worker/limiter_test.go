@@ -472,7 +472,9 @@ func TestWaitingValuesDoNotAccumulate(t *testing.T) {
 
 // TestSlotKeptWhileTheSearchMayRun: a search whose outcome is unknown may
 // still run at the API, so its slot stays taken (another job waits) until
-// the job's resend of the key takes it over; a definite answer frees it.
+// the job's resend of the key takes it over; a resend that never leaves,
+// or whose answer says nothing of the first search, gives that hold back;
+// an answer that ends the key's search frees it.
 func TestSlotKeptWhileTheSearchMayRun(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
@@ -493,8 +495,21 @@ func TestSlotKeptWhileTheSearchMayRun(t *testing.T) {
 
 	again, err := lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
 	require.NoError(t, err, "the key's resend takes its own slot over")
+	again.Unused(ctx) // the resend never left: the first search's hold comes back
+	_, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
+	require.ErrorAs(t, err, &te, "the first search may still run")
+
+	again, err = lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
+	require.NoError(t, err)
+	again.Done(ctx, false, true, 0) // 429: this resend did not run, the first may
+	_, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
+	require.ErrorAs(t, err, &te, "an answer that says nothing of the first search keeps its hold")
+
+	again, err = lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
+	require.NoError(t, err)
+	again.SearchOver() // a result: the key's search has ended
 	again.Done(ctx, true, true, 1)
 	p, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
-	require.NoError(t, err, "a definite answer frees the slot")
+	require.NoError(t, err, "the slot is free once the key's search is over")
 	p.Done(ctx, true, true, 1)
 }

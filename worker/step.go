@@ -279,8 +279,13 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		}
 		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try)
 		billed := rule.Class == aggregate.ClassSuccess && out.Pages > 0
-		if !rule.Class.Definite() {
-			permit.MayStillRun() // its slot stays taken while the search may run
+		switch rule.Class {
+		case aggregate.ClassSuccess, aggregate.ClassRetryable, aggregate.ClassReplayUnavailable:
+			permit.SearchOver() // the key's search has ended, an earlier send's too
+		default:
+			if !rule.Class.Definite() && res.Unknown != serper.UnknownNotSent {
+				permit.MayStillRun() // its slot stays taken while the search may run
+			}
 		}
 		defer permit.Done(context.WithoutCancel(ctx), billed, rule.Settles(), out.Pages)
 	}
