@@ -35,13 +35,15 @@ type Limiter struct {
 	lease  time.Duration
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	limits  map[string]accounts.Limits
-	pauses  map[string]time.Time
-	slots   map[string]slotValue             // slot key -> its holder
-	freed   map[string]chan struct{}         // account -> closed when one of its slots frees
-	waiting map[string]map[string]waitReason // account -> job -> why
-	stop    func()
+	mu     sync.Mutex
+	limits map[string]accounts.Limits
+	pauses map[string]time.Time
+	slots  map[string]slotValue // slot key -> its holder
+	// markerAge is how old a delete marker must be to be purged.
+	markerAge time.Duration
+	freed     map[string]chan struct{}         // account -> closed when one of its slots frees
+	waiting   map[string]map[string]waitReason // account -> job -> why
+	stop      func()
 }
 
 // hold is how long a search waits in the process for a slot of its
@@ -95,7 +97,7 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Limiter{kv: kv, worker: worker, now: now, lease: lease, log: log, limits: map[string]accounts.Limits{},
+	l := &Limiter{kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
 		pauses: map[string]time.Time{}, slots: map[string]slotValue{}, freed: map[string]chan struct{}{},
 		waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

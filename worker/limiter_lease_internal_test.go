@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/accounts"
@@ -38,4 +39,34 @@ func TestSlotLastsTheJobsLease(t *testing.T) {
 	p, err := other.Acquire(ctx, Request{JobID: "j2", Lease: 10 * time.Minute, Pages: 1})
 	require.NoError(t, err, "the job's lease is over")
 	p.release(ctx)
+}
+
+// TestDeleteMarkersPurged: every delete in serp_accounts (a waiting-jobs
+// value of a stopped engine, a freed slot) leaves a marker; the sweep
+// purges those older than markerAge, so the bucket does not keep one per
+// engine restart.
+func TestDeleteMarkersPurged(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.RunServer(t)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	l, err := NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
+	require.NoError(t, err)
+	l.Close() // its own sweep done; the test sweeps by hand
+	for i := range 5 {
+		key := "wait.default.gone-" + string(rune('a'+i))
+		_, err := l.kv.Put(ctx, key, []byte(`{}`))
+		require.NoError(t, err)
+		require.NoError(t, l.kv.Delete(ctx, key))
+	}
+	stored := func() uint64 {
+		st, err := srv.JS.Stream(ctx, "KV_"+snats.AccountsBucket)
+		require.NoError(t, err)
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter("$KV."+snats.AccountsBucket+".wait.>"))
+		require.NoError(t, err)
+		return info.State.Msgs
+	}
+	require.EqualValues(t, 5, stored(), "one marker per deleted value")
+	l.markerAge = -1 // every marker counts as old
+	l.sweepWaiting(ctx, time.Now().Add(-time.Hour))
+	require.Zero(t, stored())
 }

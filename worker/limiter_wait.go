@@ -98,7 +98,8 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 }
 
 // sweepWaiting deletes the waiting-jobs values written before cutoff,
-// each only if it was not written again meanwhile.
+// each only if it was not written again meanwhile, and purges delete
+// markers an hour old.
 func (l *Limiter) sweepWaiting(ctx context.Context, cutoff time.Time) {
 	keys, err := l.kv.ListKeysFiltered(ctx, "wait.>")
 	if err != nil {
@@ -113,6 +114,11 @@ func (l *Limiter) sweepWaiting(ctx context.Context, cutoff time.Time) {
 		if json.Unmarshal(e.Value(), &w) == nil && w.At.Before(cutoff) {
 			_ = l.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 		}
+	}
+	// A delete leaves a marker in the bucket; those an hour old go too
+	// (slots freed long ago leave them as well).
+	if err := l.kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(l.markerAge)); err != nil && ctx.Err() == nil {
+		l.log.Debug("limiter: old delete markers not purged", "err", err)
 	}
 }
 
