@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -60,57 +58,14 @@ func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
 	if len(bytes.TrimSpace(data[d.InputOffset():])) > 0 {
 		return c, &RejectError{Reason: ReasonMalformed, Msg: "command has data after its JSON object"}
 	}
-	if err := exactKeys(data, commandKeys); err != nil {
+	if err := commandShape.check(data); err != nil {
 		return c, &RejectError{Reason: ReasonMalformed, Msg: "command " + err.Error()}
 	}
 	return c, nil
 }
 
-// commandKeys are the names of a schedule command's fields.
-var commandKeys = jsonKeys[aggregate.ScheduleCommand]()
-
-// jsonKeys lists the JSON names of a struct's fields, in order.
-func jsonKeys[T any]() []string {
-	var keys []string
-	t := reflect.TypeFor[T]()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-			keys = append(keys, name)
-		}
-	}
-	return keys
-}
-
-// exactKeys refuses what encoding/json lets through in an object: a field
-// named twice (the last would win) or in another case ("Query" would be
-// read as query). Either way the publisher's meaning is unclear, and a
-// guess may buy a search. Only the object's own keys are checked.
-func exactKeys(data []byte, keys []string) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		return nil // not an object: the decoder has said what is wrong
-	}
-	seen := map[string]bool{}
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		switch {
-		case !slices.Contains(keys, key):
-			return fmt.Errorf("has the field %q; the fields are, in lower case: %s", key, strings.Join(keys, ", "))
-		case seen[key]:
-			return fmt.Errorf("has the field %q twice", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// commandShape is the fields of a schedule command.
+var commandShape = shapeOf(reflect.TypeFor[aggregate.ScheduleCommand]())
 
 // Scheduled is the answer to a schedule command.
 type Scheduled struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -44,8 +45,8 @@ type ScheduleRequest struct {
 	ID string `json:"id"`
 }
 
-// definitionKeys are the names of a schedule definition's fields.
-var definitionKeys = jsonKeys[recurring.Definition]()
+// definitionShape is the fields of a schedule definition.
+var definitionShape = shapeOf(reflect.TypeFor[recurring.Definition]())
 
 // ScheduleOp carries out one operation on schedules: create (payload: a
 // definition) or pause, resume, delete, get (payload: an id).
@@ -59,10 +60,10 @@ func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (
 			err = errors.New("data after the JSON object")
 		}
 		if err == nil {
-			err = exactKeys(payload, definitionKeys)
+			err = definitionShape.check(payload)
 		}
 		if err != nil {
-			return nil, &ScheduleError{Reason: ReasonMalformed, Err: fmt.Errorf("a schedule definition is JSON with the fields %s: %w", strings.Join(definitionKeys, ", "), err)}
+			return nil, &ScheduleError{Reason: ReasonMalformed, Err: fmt.Errorf("a schedule definition is JSON with the fields %s: %w", strings.Join(definitionShape.keys, ", "), err)}
 		}
 		return s.Create(ctx, d)
 	}

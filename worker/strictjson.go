@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// jsonShape is the fields of a JSON object as a struct declares them, and
+// the shapes of the fields that are objects themselves.
+type jsonShape struct {
+	keys   []string
+	nested map[string]*jsonShape
+}
+
+// shapeOf reads the JSON field names of a struct type, and of its struct
+// fields (time.Time, a string in JSON, aside).
+func shapeOf(t reflect.Type) *jsonShape {
+	s := &jsonShape{nested: map[string]*jsonShape{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		s.keys = append(s.keys, name)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Time]() {
+			s.nested[name] = shapeOf(ft)
+		}
+	}
+	return s
+}
+
+// check refuses what encoding/json lets through in an object of this
+// shape, at any depth: a field named twice (the last would win) or in
+// another case ("Query" would be read as query). Either way the
+// publisher's meaning is unclear, and a guess may buy a search. Anything
+// that is not an object is left to the decoder, which has said what is
+// wrong with it.
+func (s *jsonShape) check(data []byte) error {
+	return s.checkAt(data, "")
+}
+
+func (s *jsonShape) checkAt(data []byte, path string) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		switch {
+		case !slices.Contains(s.keys, key):
+			return fmt.Errorf("has the field %q; the fields%s are, in lower case: %s", path+key, of(path), strings.Join(s.keys, ", "))
+		case seen[key]:
+			return fmt.Errorf("has the field %q twice", path+key)
+		}
+		seen[key] = true
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return err
+		}
+		if n := s.nested[key]; n != nil {
+			if err := n.checkAt(raw, path+key+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func of(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " of " + strings.TrimSuffix(path, ".")
+}
