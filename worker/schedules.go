@@ -222,7 +222,9 @@ func (s *Schedules) List(ctx context.Context) ([]Record, error) {
 }
 
 // ListPage returns, ordered by id, the schedules whose id comes after
-// after, at most limit of them (0: all).
+// after, at most limit of them (0: all). A page (limit above 0) also stops
+// short of what one NATS message holds: a caller pages until a page comes
+// back empty.
 func (s *Schedules) ListPage(ctx context.Context, after string, limit int) ([]Record, error) {
 	keys, err := s.kv.ListKeys(ctx)
 	if err != nil {
@@ -236,6 +238,7 @@ func (s *Schedules) ListPage(ctx context.Context, after string, limit int) ([]Re
 	}
 	slices.Sort(ids)
 	var out []Record
+	room := int(s.js.Conn().MaxPayload()) - pageHeadroom
 	for _, id := range ids {
 		if limit > 0 && len(out) == limit {
 			break
@@ -247,10 +250,23 @@ func (s *Schedules) ListPage(ctx context.Context, after string, limit int) ([]Re
 		if err != nil {
 			return nil, err
 		}
+		if limit > 0 {
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			if room -= len(b) + 1; room < 0 && len(out) > 0 {
+				break // the next page starts with it
+			}
+		}
 		out = append(out, rec)
 	}
 	return out, nil
 }
+
+// pageHeadroom is what a page of schedules leaves of a NATS message for
+// the reply's headers.
+const pageHeadroom = 8 << 10
 
 // update applies change to a schedule with compare-and-set, again on a
 // concurrent change.

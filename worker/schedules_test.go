@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -367,4 +368,39 @@ func TestScheduleCommandsInOrderOverEngines(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, recs, "every schedule was deleted after its create")
 	require.Empty(t, l.rejections(), "no delete came before its create")
+}
+
+// TestListPagesFitAMessage: a page of schedules stops short of what one
+// NATS message holds (100 schedules with 2 KB queries of characters JSON
+// escapes are some 1.2 MB), and paging until an empty page lists them all.
+func TestListPagesFitAMessage(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	s := l.schedules(nil)
+	for i := range 100 {
+		d := espresso(fmt.Sprintf("s%03d", i), "0 0 1 1 *")
+		d.Query = fmt.Sprintf("%03d ", i) + strings.Repeat("&", 2000)
+		d.Start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		_, err := s.Create(ctx, d)
+		require.NoError(t, err)
+	}
+	var all []worker.Record
+	pages := 0
+	for after := ""; ; pages++ {
+		page, err := s.ListPage(ctx, after, 100)
+		require.NoError(t, err)
+		b, err := json.Marshal(page)
+		require.NoError(t, err)
+		require.Less(t, len(b), int(l.srv.JS.Conn().MaxPayload()), "page %d fits a message", pages)
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Definition.ID
+	}
+	require.Len(t, all, 100)
+	require.Greater(t, pages, 1, "more than one page")
+	for i, r := range all {
+		require.Equal(t, fmt.Sprintf("s%03d", i), r.Definition.ID)
+	}
 }

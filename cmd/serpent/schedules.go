@@ -187,7 +187,8 @@ func scheduleState(r worker.Record) string {
 
 // listPage is how many schedules `serpent schedules list` asks for at a
 // time: a list of every schedule at once outgrows a NATS message at a few
-// hundred.
+// hundred. The engine answers fewer when they would not fit; the list
+// ends with an empty page.
 const listPage = 100
 
 // listSchedules pages through every schedule and prints them.
@@ -206,10 +207,16 @@ func listSchedules(ctx context.Context, nc *natsgo.Conn, subject string, out out
 		if err := json.Unmarshal(msg.Data, &page); err != nil {
 			return err
 		}
-		recs = append(recs, page...)
-		if len(page) < listPage {
+		if len(page) == 0 {
 			break
 		}
+		if after != "" && page[0].Definition.ID <= after {
+			// An engine of an earlier version answers every schedule,
+			// whatever it is asked: this answer is the whole list.
+			recs = page
+			break
+		}
+		recs = append(recs, page...)
 		after = page[len(page)-1].Definition.ID
 	}
 	if out.json() {
