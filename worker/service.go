@@ -99,7 +99,7 @@ func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
 		respondError(r, aggregate.ErrNoJob)
 		return
 	}
-	respond(r, projections.ViewOf(s))
+	respond(r, projections.ViewOf(s), micro.WithHeaders(micro.Headers{HeaderRepurchaseCount: {"1"}}))
 }
 
 func (e *Engine) serveCancel(ctx context.Context, r micro.Request) {
@@ -155,11 +155,16 @@ func parseJobRequest(data []byte) (JobRequest, error) {
 // respond answers with v; an answer that cannot be sent (larger than the
 // server takes, say) is answered with a 500 that says so, rather than left
 // for the caller to time out on.
-func respond(r micro.Request, v any) {
-	if err := r.RespondJSON(v); err != nil {
+func respond(r micro.Request, v any, opts ...micro.RespondOpt) {
+	if err := r.RespondJSON(v, opts...); err != nil {
 		respondError(r, fmt.Errorf("the answer could not be sent: %w", err))
 	}
 }
+
+// HeaderRepurchaseCount marks the answers of an engine that honours the
+// "repurchases" count of a repurchase request (an earlier one ignores
+// it): a client may then repeat such a request safely.
+const HeaderRepurchaseCount = "Serpent-Repurchase-Count"
 
 // respondError answers with a status code the caller can act on.
 func respondError(r micro.Request, err error) {

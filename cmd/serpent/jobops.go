@@ -75,25 +75,34 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 		return nil
 	}
 	// A re-purchase names the count of re-purchases it was decided on, so
-	// asking again after a lost answer cannot buy twice.
+	// asking again after a lost answer cannot buy twice. The status says
+	// the count, and whether the engine honours it (an earlier engine
+	// ignores it: then the request is sent once).
+	status, err := askEngine(ctx, nc, "status", jobID, worker.JobRequest{JobID: jobID})
+	if err != nil {
+		return err
+	}
 	if seen < 0 {
-		view, err := askEngine(ctx, nc, "status", jobID, worker.JobRequest{JobID: jobID})
-		if err != nil {
-			return err
-		}
-		seen = view.Repurchases
+		seen = status.Repurchases
 	}
 	jr.Repurchases = &seen
 	for {
 		try, stop := context.WithTimeout(ctx, max(*timeout/4, time.Second))
+		if !status.countHonoured {
+			try, stop = context.WithCancel(ctx)
+		}
 		view, err := askEngine(try, nc, op, jobID, jr)
 		stop()
 		var exit *exitError
 		switch {
+		case err == nil && view.Repurchases > seen+1:
+			fmt.Fprintf(stdout, "%s %s\n", view.JobID, view.Status)
+			fmt.Fprintf(stderr, "nothing authorised: the job has had %d re-purchases, more than the %d this decision was taken on\n", view.Repurchases, seen)
+			return nil
 		case err == nil:
 			fmt.Fprintf(stdout, "%s %s\n", view.JobID, view.Status)
 			return nil
-		case errors.As(err, &exit) || errors.Is(err, natsgo.ErrNoResponders) || ctx.Err() != nil:
+		case errors.As(err, &exit) || errors.Is(err, natsgo.ErrNoResponders) || ctx.Err() != nil || !status.countHonoured:
 			if exit == nil {
 				err = fmt.Errorf("%w; it may have been authorised: `serpent status %s` shows it, and `serpent repurchase %s --repurchases %d` asks again without buying twice", err, jobID, jobID, seen)
 			}
@@ -108,6 +117,9 @@ type jobView struct {
 	JobID       string `json:"job_id"`
 	Status      string `json:"status"`
 	Repurchases int    `json:"repurchases"`
+	// countHonoured: the engine that answered honours a repurchase
+	// request's count (worker.HeaderRepurchaseCount).
+	countHonoured bool
 }
 
 // askEngine sends one request to the serpent micro service. An error
@@ -130,5 +142,6 @@ func askEngine(ctx context.Context, nc *natsgo.Conn, op, jobID string, jr worker
 	if err := json.Unmarshal(msg.Data, &view); err != nil {
 		return view, fmt.Errorf("%s: unreadable answer: %w", op, err)
 	}
+	view.countHonoured = msg.Header.Get(worker.HeaderRepurchaseCount) != ""
 	return view, nil
 }
