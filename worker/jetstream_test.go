@@ -85,6 +85,15 @@ func (l *live) start(eng *worker.Engine, concurrency int) (stop func()) {
 	return stop
 }
 
+// goRun runs f until the test ends, and waits for it to return before the
+// server the test started stops.
+func (l *live) goRun(f func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f(ctx) }()
+	l.t.Cleanup(func() { cancel(); <-done })
+}
+
 func (l *live) publish(payload string) {
 	_, err := l.srv.JS.Publish(context.Background(), snats.ScheduleSubject, []byte(payload))
 	require.NoError(l.t, err)

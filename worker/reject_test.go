@@ -34,7 +34,7 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 	require.NoError(t, err)
 	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
 	require.NoError(t, err)
-	go func() { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) }()
+	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
 
 	big := `{"query":"` + strings.Repeat("x", int(l.srv.JS.Conn().MaxPayload())-200) + `"}`
 	l.publish(big)
@@ -82,7 +82,7 @@ func TestCommandsOnUnknownSubjects(t *testing.T) {
 	t.Cleanup(cancel)
 	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
 	require.NoError(t, err)
-	go func() { _ = eng.RunStrays(ctx, l.srv.JS, strays) }()
+	l.goRun(func(ctx context.Context) { _ = eng.RunStrays(ctx, l.srv.JS, strays) })
 	for _, subj := range []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules", snats.ScheduleOpPrefix + "pause"} {
 		_, err := l.srv.JS.Publish(ctx, subj, []byte(cmdFor(1)))
 		require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestScheduleDeleteDeliveredAgain(t *testing.T) {
 	eng := l.engine("w", worker.Hooks{})
 	schedules, err := worker.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
 	require.NoError(t, err)
-	go func() { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) }()
+	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
 	natstest.WaitFor(t, 20*time.Second, func() error {
 		ci, err := cmds.Info(ctx)
 		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {

@@ -342,7 +342,8 @@ func TestScheduleCommandsInOrderOverEngines(t *testing.T) {
 		eng := l.engine(name, worker.Hooks{})
 		cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
 		require.NoError(t, err)
-		go func() { _ = eng.RunScheduleCommands(ctx, l.schedules(nil), l.srv.JS, cmds) }()
+		s := l.schedules(nil)
+		l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, s, l.srv.JS, cmds) })
 	}
 	const n = 20
 	for i := range n {
