@@ -57,7 +57,8 @@ func (w *World) stepWith(st Stepper, t *task, m *simMsg, p Ports) {
 }
 
 // handleCommand is one delivery of a command, handled as the engine's
-// intake handles it: worker.Engine.HandleCommand, with the delivery as a
+// intake handles it: worker.Engine.HandleCommand (HandleStray for a
+// subject the intake does not read), with the delivery as a
 // jetstream.Msg and SERP_REJECTED as the task's taskRejections. With a
 // pluggable Stepper the command only becomes a job (scheduleWith): the
 // naive worker does the rest.
@@ -66,6 +67,12 @@ func (w *World) handleCommand(t *task, m *simMsg) {
 	eng := w.engine(t, w.ports(t))
 	if w.NewStepper != nil {
 		w.scheduleWith(eng, t, m)
+		return
+	}
+	if m.Subject() != snats.ScheduleSubject {
+		// Not the intake's (it reads serp.cmd.schedule alone): the
+		// serpent-strays consumer's.
+		eng.HandleStray(t.ctx, taskRejections{w, t}, m)
 		return
 	}
 	eng.HandleCommand(t.ctx, taskRejections{w, t}, m)

@@ -18,7 +18,7 @@ import (
 // consumer read are acknowledged and left to them.
 func (e *Engine) RunStrays(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer) error {
 	return e.consume(ctx, cons, 4, 5*time.Second, func(ctx context.Context, msg jetstream.Msg) {
-		e.stray(ctx, js, msg)
+		e.HandleStray(ctx, js, msg)
 	})
 }
 
@@ -27,7 +27,11 @@ func IsCommandSubject(subject string) bool {
 	return subject == snats.ScheduleSubject || strings.HasPrefix(subject, snats.ScheduleOpPrefix)
 }
 
-func (e *Engine) stray(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg) {
+// HandleStray settles one delivery of the serpent-strays consumer: a
+// command on a subject serpent reads is acknowledged and left to its own
+// consumer; any other is recorded in rec as refused (unknown_subject),
+// then acknowledged.
+func (e *Engine) HandleStray(ctx context.Context, rec Rejections, msg jetstream.Msg) {
 	subj := msg.Subject()
 	if IsCommandSubject(subj) {
 		_ = msg.Ack()
@@ -40,7 +44,7 @@ func (e *Engine) stray(ctx context.Context, js jetstream.JetStream, msg jetstrea
 	}
 	rej := &RejectError{Reason: ReasonUnknownSubject, Msg: fmt.Sprintf(
 		"nothing reads %s: schedule commands go on %s, schedule operations on %s<op>", subj, snats.ScheduleSubject, snats.ScheduleOpPrefix)}
-	if err := e.reject(ctx, js, msg, meta.Sequence.Stream, rej); err != nil {
+	if err := e.reject(ctx, rec, msg, meta.Sequence.Stream, rej); err != nil {
 		e.log.Warn("recording a rejection failed; the command will be tried again", "seq", meta.Sequence.Stream, "err", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
