@@ -50,11 +50,12 @@ func (e *Engine) RunIntake(ctx context.Context, js jetstream.JetStream, cons jet
 	})
 }
 
-// HandleCommand handles one delivery of a command on serp.cmd.>: a schedule
-// command becomes a job, taken as far as it goes now (its timer armed if it
-// must wait) while the command is held, or a rejection record published
-// with rec; an operation on serp.cmd.schedules.<op> is left to its own
-// consumer; anything else is rejected as unknown_subject. The command is
+// HandleCommand handles one delivery of the intake, a schedule command on
+// serp.cmd.schedule: it becomes a job, taken as far as it goes now (its
+// timer armed if it must wait) while the command is held, or a rejection
+// record published with rec. A command on another subject is acknowledged
+// and left alone: its own consumer, or the serpent-strays one
+// (HandleStray), has it. The command is
 // acknowledged once that is durable, asked again a second later if it
 // failed, and left alone when a test hook played a crash. RunIntake calls
 // it for every delivery; the simulation (package sim) calls it with its own
