@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 // bought, or in flight, that UTC day) and wait.<account>.<worker> (how many
 // jobs a worker holds back, and why).
 type Limiter struct {
+	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	worker string
 	now    func() time.Time
@@ -97,7 +99,7 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Limiter{kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
+	l := &Limiter{js: js, kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
 		pauses: map[string]time.Time{}, slots: map[string]slotValue{}, freed: map[string]chan struct{}{},
 		waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -235,6 +237,10 @@ type Permit struct {
 	// job's earlier search, which may still run: given back unused, or
 	// with nothing that says the key's search is over, it is restored.
 	ownOld []byte
+	// written is the slot value this permit wrote: if another delivery of
+	// the job took the slot over and gave it back meanwhile, the value is
+	// this permit's again under a newer revision.
+	written []byte
 }
 
 // Request is one search that asks to start.
@@ -423,7 +429,7 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 	if err != nil {
 		return false, err
 	}
-	if ok, err := p.takeOwnSlot(ctx, jobID, value, n); ok || err != nil {
+	if ok, err := p.takeOwnSlot(ctx, jobID, value, n, now); ok || err != nil {
 		return ok, err
 	}
 	start := rand.IntN(n)
@@ -457,7 +463,7 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 		if err != nil {
 			return false, fmt.Errorf("limiter: take %s: %w", key, err)
 		}
-		p.slot, p.slotRev, p.ownOld = key, rev, own
+		p.slot, p.slotRev, p.ownOld, p.written = key, rev, own, value
 		return true, nil
 	}
 	return false, nil
@@ -506,7 +512,7 @@ func (p *Permit) SearchOver() {
 
 // takeOwnSlot takes over the slot the job's earlier search kept (see
 // MayStillRun), if any: the same job's resend replaces it.
-func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n int) (bool, error) {
+func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n int, now time.Time) (bool, error) {
 	l := p.l
 	l.mu.Lock()
 	var own string
@@ -534,7 +540,10 @@ func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n 
 	if err != nil {
 		return false, nil
 	}
-	p.slot, p.slotRev, p.ownOld = own, rev, e.Value()
+	p.slot, p.slotRev, p.written = own, rev, value
+	if now.Before(s.Until) {
+		p.ownOld = e.Value() // a hold that still counts
+	}
 	return true, nil
 }
 
@@ -609,16 +618,27 @@ func (p *Permit) release(ctx context.Context) {
 	if p.slot == "" {
 		return
 	}
-	var err error
-	if p.ownOld != nil {
-		_, err = p.l.kv.Update(ctx, p.slot, p.ownOld, p.slotRev)
-	} else {
-		err = p.l.kv.Delete(ctx, p.slot, jetstream.LastRevision(p.slotRev))
+	kv, rev := p.l.kv, p.slotRev
+	give := func() error {
+		if p.ownOld != nil {
+			_, err := kv.Update(ctx, p.slot, p.ownOld, rev)
+			return err
+		}
+		return kv.Delete(ctx, p.slot, jetstream.LastRevision(rev))
 	}
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	err := give()
+	if errors.Is(err, jetstream.ErrKeyExists) && p.written != nil {
+		// Another delivery of the job took the slot over and gave it
+		// back: the value is this permit's again, at a newer revision.
+		if e, gerr := kv.Get(ctx, p.slot); gerr == nil && bytes.Equal(e.Value(), p.written) {
+			rev = e.Revision()
+			err = give()
+		}
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		p.l.log.Warn("limiter: slot not released; it frees itself when its lease ends", "slot", p.slot, "err", err)
 	}
-	p.slot, p.ownOld = "", nil
+	p.slot, p.ownOld, p.written = "", nil, nil
 }
 
 // Refund gives back pages of the spend of the day of at that turned out

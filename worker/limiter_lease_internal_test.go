@@ -41,10 +41,11 @@ func TestSlotLastsTheJobsLease(t *testing.T) {
 	p.release(ctx)
 }
 
-// TestDeleteMarkersPurged: every delete in serp_accounts (a waiting-jobs
-// value of a stopped engine, a freed slot) leaves a marker; the sweep
-// purges those older than markerAge, so the bucket does not keep one per
-// engine restart.
+// TestDeleteMarkersPurged: every delete of a waiting-jobs value in
+// serp_accounts (an engine that stopped, or was swept) leaves a marker;
+// the sweep purges those older than markerAge, so the bucket does not
+// keep one per engine restart, and never a value written after the
+// marker (the bucket's own PurgeDeletes would).
 func TestDeleteMarkersPurged(t *testing.T) {
 	ctx := context.Background()
 	srv := natstest.RunServer(t)
@@ -52,21 +53,44 @@ func TestDeleteMarkersPurged(t *testing.T) {
 	l, err := NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	l.Close() // its own sweep done; the test sweeps by hand
-	for i := range 5 {
-		key := "wait.default.gone-" + string(rune('a'+i))
+	keys := []string{"wait.default.a", "wait.default.b", "wait.default.c"}
+	for _, key := range keys {
 		_, err := l.kv.Put(ctx, key, []byte(`{}`))
 		require.NoError(t, err)
 		require.NoError(t, l.kv.Delete(ctx, key))
 	}
-	stored := func() uint64 {
+	stored := func(key string) uint64 {
 		st, err := srv.JS.Stream(ctx, "KV_"+snats.AccountsBucket)
 		require.NoError(t, err)
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter("$KV."+snats.AccountsBucket+".wait.>"))
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter("$KV."+snats.AccountsBucket+"."+key))
 		require.NoError(t, err)
 		return info.State.Msgs
 	}
-	require.EqualValues(t, 5, stored(), "one marker per deleted value")
-	l.markerAge = -1 // every marker counts as old
-	l.sweepWaiting(ctx, time.Now().Add(-time.Hour))
-	require.Zero(t, stored())
+	require.EqualValues(t, 3, stored("wait.>"), "one marker per deleted value")
+
+	// The markers as a sweep lists them; then an engine named "a" starts
+	// again and writes its value before the purge.
+	var markers []jetstream.KeyValueEntry
+	w, err := l.kv.WatchFiltered(ctx, []string{"wait.>"}, jetstream.MetaOnly())
+	require.NoError(t, err)
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		markers = append(markers, e)
+	}
+	require.NoError(t, w.Stop())
+	require.Len(t, markers, 3)
+	_, err = l.kv.Put(ctx, "wait.default.a", []byte(`{"worker":"a"}`))
+	require.NoError(t, err)
+	l.purgeMarkers(ctx, markers)
+	require.EqualValues(t, 1, stored("wait.>"), "the markers gone, the value written since kept")
+	e, err := l.kv.Get(ctx, "wait.default.a")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"worker":"a"}`, string(e.Value()))
+
+	// The sweep itself: an old marker goes.
+	require.NoError(t, l.kv.Delete(ctx, "wait.default.a"))
+	l.purgeWaitMarkers(ctx, time.Now().Add(time.Hour)) // every marker counts as old
+	require.Zero(t, stored("wait.>"))
 }

@@ -505,10 +505,16 @@ func TestSlotKeptWhileTheSearchMayRun(t *testing.T) {
 	_, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
 	require.ErrorAs(t, err, &te, "an answer that says nothing of the first search keeps its hold")
 
-	again, err = lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
+	// Two deliveries of the job at once: the second takes the slot over
+	// from the first and gives it back (it lost the claim); the first's
+	// result still frees it.
+	first, err := lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
 	require.NoError(t, err)
-	again.SearchOver() // a result: the key's search has ended
-	again.Done(ctx, true, true, 1)
+	second, err := lim.Acquire(ctx, worker.Request{JobID: "a", Resend: true})
+	require.NoError(t, err)
+	second.Unused(ctx)
+	first.SearchOver() // a result: the key's search has ended
+	first.Done(ctx, true, true, 1)
 	p, err = lim.Acquire(ctx, worker.Request{JobID: "b"})
 	require.NoError(t, err, "the slot is free once the key's search is over")
 	p.Done(ctx, true, true, 1)

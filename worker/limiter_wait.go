@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // WaitingValue is what one worker tells of the jobs it holds back for an
@@ -98,8 +99,8 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 }
 
 // sweepWaiting deletes the waiting-jobs values written before cutoff,
-// each only if it was not written again meanwhile, and purges delete
-// markers an hour old.
+// each only if it was not written again meanwhile, and purges the delete
+// markers of waiting-jobs values older than markerAge.
 func (l *Limiter) sweepWaiting(ctx context.Context, cutoff time.Time) {
 	keys, err := l.kv.ListKeysFiltered(ctx, "wait.>")
 	if err != nil {
@@ -115,10 +116,55 @@ func (l *Limiter) sweepWaiting(ctx context.Context, cutoff time.Time) {
 			_ = l.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 		}
 	}
-	// A delete leaves a marker in the bucket; those an hour old go too
-	// (slots freed long ago leave them as well).
-	if err := l.kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(l.markerAge)); err != nil && ctx.Err() == nil {
-		l.log.Debug("limiter: old delete markers not purged", "err", err)
+	l.purgeWaitMarkers(ctx, l.now().Add(-l.markerAge))
+}
+
+// purgeWaitMarkers removes the delete markers of waiting-jobs values made
+// before cutoff, each with what came before it on its key and nothing
+// after: a value written since (another engine of the same name) stays.
+// (The bucket's PurgeDeletes would purge a key's whole subject, a value
+// written after its look at the markers included.)
+func (l *Limiter) purgeWaitMarkers(ctx context.Context, cutoff time.Time) {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w, err := l.kv.WatchFiltered(wctx, []string{"wait.>"}, jetstream.MetaOnly())
+	if err != nil {
+		return
+	}
+	defer func() { _ = w.Stop() }()
+	var old []jetstream.KeyValueEntry
+	for done := false; !done; {
+		select {
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok || e == nil:
+				done = true
+			case e.Operation() != jetstream.KeyValuePut && e.Created().Before(cutoff):
+				old = append(old, e)
+			}
+		case <-wctx.Done():
+			return
+		}
+	}
+	l.purgeMarkers(wctx, old)
+}
+
+// purgeMarkers purges each delete marker with what came before it on its
+// key, and nothing written after it.
+func (l *Limiter) purgeMarkers(ctx context.Context, old []jetstream.KeyValueEntry) {
+	if len(old) == 0 {
+		return
+	}
+	st, err := l.js.Stream(ctx, "KV_"+snats.AccountsBucket)
+	if err != nil {
+		return
+	}
+	for _, e := range old {
+		err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+snats.AccountsBucket+"."+e.Key()),
+			jetstream.WithPurgeSequence(e.Revision()+1))
+		if err != nil && ctx.Err() == nil {
+			l.log.Debug("limiter: an old delete marker not purged", "key", e.Key(), "err", err)
+		}
 	}
 }
 

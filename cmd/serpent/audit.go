@@ -169,9 +169,14 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 		return nil, err
 	}
 	defer nc.Close()
-	// Commands up to the intake's floor were settled before the log is
-	// read, so their jobs or rejections are in what follows.
+	// Commands up to the intake's floor, and strays up to the
+	// serpent-strays consumer's, were settled before the log and the
+	// rejections are read, so their jobs or rejections are in what follows.
 	settled, haveCommands, err := intakeFloor(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	strays, _, err := consumerFloor(ctx, js, snats.StrayConsumer)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +185,7 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 		return nil, err
 	}
 	if haveCommands {
-		if err := checkCommands(ctx, js, a, settled, bar); err != nil {
+		if err := checkCommands(ctx, js, a, settled, strays, bar); err != nil {
 			return nil, err
 		}
 	}
@@ -212,7 +217,7 @@ func consumerFloor(ctx context.Context, js jetstream.JetStream, name string) (ui
 
 // checkCommands reads every rejection and every command (schedule
 // operations aside), and checks each became a job or a rejection.
-func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, settled uint64, bar *progress) error {
+func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, settled, strays uint64, bar *progress) error {
 	rejected := map[uint64]bool{}
 	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
@@ -228,10 +233,6 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	// Commands on subjects nothing reads are the serpent-strays
 	// consumer's to reject, up to its own floor (none before an engine
 	// made it).
-	strays, _, err := consumerFloor(ctx, js, snats.StrayConsumer)
-	if err != nil {
-		return err
-	}
 	var cmds []audit.Command
 	_, err = projector.ReadStream(ctx, js, snats.CommandStream, snats.CommandSubjects, 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
