@@ -279,13 +279,11 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		}
 		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try)
 		billed := rule.Class == aggregate.ClassSuccess && out.Pages > 0
-		switch rule.Class {
-		case aggregate.ClassSuccess, aggregate.ClassRetryable, aggregate.ClassReplayUnavailable:
+		switch searchState(rule.Class, res.Unknown) {
+		case searchEnded:
 			permit.SearchOver() // the key's search has ended, an earlier send's too
-		default:
-			if !rule.Class.Definite() && res.Unknown != serper.UnknownNotSent {
-				permit.MayStillRun() // its slot stays taken while the search may run
-			}
+		case searchMayRun:
+			permit.MayStillRun() // its slot stays taken while the search may run
 		}
 		defer permit.Done(context.WithoutCancel(ctx), billed, rule.Settles(), out.Pages)
 	}
@@ -480,4 +478,23 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 		e.cfg.Limiter.Refund(context.WithoutCancel(ctx), s.Account, accounts.PagesFor(s.Search.Limit), cur.FirstSend)
 	}
 	return after(s, ver, evs), e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
+}
+
+// What an answer says of its key's search, for the account's slots.
+const (
+	searchUnsaid = iota // nothing: this send did not run (a 429, a refusal)
+	searchMayRun        // it may still be running at the API
+	searchEnded         // it has ended, whichever send started it
+)
+
+// searchState reads an answer's class (and, for an unknown outcome, why)
+// for what it says of the key's search.
+func searchState(c aggregate.Class, unknown string) int {
+	switch {
+	case c == aggregate.ClassSuccess, c == aggregate.ClassRetryable, c == aggregate.ClassReplayUnavailable:
+		return searchEnded
+	case !c.Definite() && unknown != serper.UnknownNotSent:
+		return searchMayRun
+	}
+	return searchUnsaid
 }
