@@ -253,6 +253,7 @@ func TestLedgerExplainsPendingAndCancelledJobs(t *testing.T) {
 func TestCommands(t *testing.T) {
 	s := setup(t)
 	known := s.jobs[0][0].JobID
+	source := aggregate.Fold(s.jobs[0]).Source
 	tests := []struct {
 		name     string
 		cmds     []audit.Command
@@ -271,7 +272,11 @@ func TestCommands(t *testing.T) {
 		{"commands the intake has not settled", []audit.Command{{Seq: 1, JobID: "0123"}, {Seq: 2, Invalid: "x"}}, nil, 0,
 			audit.CommandSummary{Commands: 2, Pending: 2}, nil},
 		{"a command an earlier engine read leniently", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`}}, nil, 1,
-			audit.CommandSummary{Commands: 1, Jobs: 1}, nil},
+			audit.CommandSummary{Commands: 1, Jobs: 1, Lenient: 1}, nil},
+		{"a command rejected that also made its job", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`, Source: source}},
+			map[uint64]bool{1: true}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, []string{audit.RuleCommand}},
+		{"a command rejected whose job another command made", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`, Source: source + "-other"}},
+			map[uint64]bool{1: true}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, nil},
 		{"a command refused today, neither a job nor rejected", []audit.Command{{Seq: 1, JobID: "0123", Invalid: `has the field "query" twice`}}, nil, 1,
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
 		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Unsettled: true}}, nil, 5,

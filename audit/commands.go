@@ -15,6 +15,10 @@ type Command struct {
 	// (past its consumer's acknowledgement floor, whichever settledUpTo
 	// says); without a job or a rejection it is pending, not lost.
 	Unsettled bool
+	// Source is how the engine names the command as a job's source
+	// (JobScheduled.Source): a command rejected and also made into its
+	// job under this name was both.
+	Source string
 }
 
 // CommandSummary accounts for the commands.
@@ -28,6 +32,10 @@ type CommandSummary struct {
 	// acknowledgement floor) and that have neither a job nor a rejection.
 	Pending int `json:"pending"`
 	Lost    int `json:"lost"`
+	// Lenient counts the commands among Jobs that today's rules refuse
+	// (a field named twice or in another case) and an earlier engine
+	// made a job of: their publishers will see them refused now.
+	Lenient int `json:"lenient,omitempty"`
 }
 
 // Commands checks that every command became a job or a rejection. rejected
@@ -41,10 +49,17 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]bool, settledUpTo
 		sum.Commands++
 		_, hasJob := a.jobs[c.JobID]
 		switch {
+		case rejected[c.Seq] && hasJob && c.Source != "" && a.jobs[c.JobID].Source == c.Source:
+			sum.Rejected++
+			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq, JobID: c.JobID,
+				Detail: fmt.Sprintf("command #%d was rejected and also made job %s", c.Seq, c.JobID)})
 		case rejected[c.Seq]:
 			sum.Rejected++
 		case c.JobID != "" && hasJob:
 			sum.Jobs++
+			if c.Invalid != "" {
+				sum.Lenient++
+			}
 		case c.Unsettled || c.Seq > settledUpTo:
 			sum.Pending++
 		case c.JobID != "" && c.Invalid == "":

@@ -99,12 +99,15 @@ type Job struct {
 	Unresolved  string
 	Purchases   int
 	Repurchases int
+	// Source is the command the job was made of (JobScheduled.Source, such
+	// as SERP_COMMANDS:<seq>).
+	Source string
 }
 
 // CheckJob audits one job's history, in log order, at o.Now.
 func CheckJob(evs []events.Event, o Options) Job {
 	s := aggregate.Fold(evs)
-	j := Job{ID: s.JobID, Status: s.Status, Version: s.Version, RequestIDs: s.RequestIDs(), Repurchases: s.Repurchases}
+	j := Job{ID: s.JobID, Status: s.Status, Version: s.Version, RequestIDs: s.RequestIDs(), Repurchases: s.Repurchases, Source: s.Source}
 	if j.ID == "" && len(evs) > 0 {
 		j.ID = evs[0].JobID
 	}

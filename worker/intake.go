@@ -41,6 +41,28 @@ func (e *RejectError) Error() string { return e.Msg }
 // ParseCommand reads and validates one schedule command strictly: unknown
 // fields, trailing data and oversized payloads are rejected too.
 func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
+	c, ambiguous, err := parseCommand(data)
+	if err == nil {
+		err = ambiguous
+	}
+	return c, err
+}
+
+// parseCommand reads a command as ParseCommand does, but says apart that
+// its fields are ambiguous (named twice or in another case: ambiguous is
+// the rejection, c what Go's decoder, and engines before this check, read).
+func parseCommand(data []byte) (c aggregate.ScheduleCommand, ambiguous, err error) {
+	c, err = decodeCommand(data)
+	if err == nil {
+		if serr := commandShape.check(data); serr != nil {
+			ambiguous = &RejectError{Reason: ReasonMalformed, Msg: "command " + serr.Error()}
+		}
+	}
+	return c, ambiguous, err
+}
+
+// decodeCommand reads a command strictly but for the shape of its fields.
+func decodeCommand(data []byte) (aggregate.ScheduleCommand, error) {
 	var c aggregate.ScheduleCommand
 	if len(data) > MaxCommandBytes {
 		return c, &RejectError{Reason: ReasonTooLarge,
@@ -57,9 +79,6 @@ func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
 	}
 	if len(bytes.TrimSpace(data[d.InputOffset():])) > 0 {
 		return c, &RejectError{Reason: ReasonMalformed, Msg: "command has data after its JSON object"}
-	}
-	if err := commandShape.check(data); err != nil {
-		return c, &RejectError{Reason: ReasonMalformed, Msg: "command " + err.Error()}
 	}
 	return c, nil
 }
@@ -106,9 +125,16 @@ func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Sche
 // With defer_, nothing is stored: the job's first events come back as
 // pending, for the caller to store with the job's first claim.
 func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer_ bool) (Scheduled, known, error) {
-	cmd, err := ParseCommand(data)
+	cmd, ambiguous, err := parseCommand(data)
 	if err != nil {
 		return Scheduled{}, known{}, err
+	}
+	if ambiguous != nil {
+		if earlier, err := e.madeEarlier(ctx, cmd, source); err != nil {
+			return Scheduled{}, known{}, err // asked again: not refused on a failed look
+		} else if !earlier {
+			return Scheduled{}, known{}, ambiguous
+		}
 	}
 	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
 	var ve *aggregate.ValidationError
@@ -153,6 +179,22 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 		return Scheduled{}, known{}, err
 	}
 	return out, after(aggregate.State{}, ver, evs), nil
+}
+
+// madeEarlier says whether an engine of an earlier version, which read
+// ambiguous fields as Go's decoder does, already made this very command
+// (source) a job: delivered again, during an upgrade, it is that job, not
+// a rejection as well.
+func (e *Engine) madeEarlier(ctx context.Context, cmd aggregate.ScheduleCommand, source string) (bool, error) {
+	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
+	if err != nil || source == "" {
+		return false, nil
+	}
+	s, err := e.State(ctx, sched.JobID)
+	if err != nil {
+		return false, fmt.Errorf("job %s: %w", sched.JobID, err)
+	}
+	return s.Exists() && s.Source == source, nil
 }
 
 // State loads and folds one job.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -174,4 +175,46 @@ func TestCommandsParsedStrictly(t *testing.T) {
 	var ve *aggregate.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "invalid_slot", ve.Reason())
+}
+
+// TestAmbiguousCommandAnEarlierEngineTook: during an upgrade, a command
+// with a field named twice (which this version refuses) may have been
+// made a job by an engine of the earlier version (which read the last
+// value) before it is delivered again here: it stays that job, and is not
+// rejected as well. The same command nobody made a job of is rejected.
+func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	ambiguous := func(q string) string {
+		return `{"slot":"2026-12-02T14:00:00Z","query":"first","query":"` + q + `","country":"US","language":"en","device":"mobile"}`
+	}
+	took, refused := ambiguous("taken earlier"), ambiguous("never taken")
+	ack, err := l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(took))
+	require.NoError(t, err)
+	_, err = l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(refused))
+	require.NoError(t, err)
+
+	// The earlier engine's job: Go's decoder kept the last value.
+	var c aggregate.ScheduleCommand
+	require.NoError(t, json.Unmarshal([]byte(took), &c))
+	sched, err := aggregate.NewSchedule(c, l.policy, fmt.Sprintf("%s:%d", snats.CommandStream, ack.Sequence))
+	require.NoError(t, err)
+	evs, err := aggregate.Decide(aggregate.State{}, sched, time.Now(), worker.NewIDs(time.Now))
+	require.NoError(t, err)
+	_, err = l.store.Append(ctx, sched.JobID, 0, evs...)
+	require.NoError(t, err)
+
+	l.start(l.engine("w", worker.Hooks{}), 1)
+	states := l.waitTerminal([]string{sched.JobID}, 20*time.Second)
+	require.Equal(t, aggregate.StatusSucceeded, states[sched.JobID].Status)
+	intake, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
+	require.NoError(t, err)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		ci, err := intake.Info(ctx)
+		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
+			return fmt.Errorf("commands not all settled: %v", err)
+		}
+		return nil
+	})
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonMalformed: 1}, l.rejections(), "only the command nobody took")
 }

@@ -17,7 +17,7 @@ import (
 // The micro service: `nats micro ls` lists it as "serpent".
 const (
 	ServiceName    = "serpent"
-	ServiceVersion = "0.1.0"
+	ServiceVersion = "0.2.0"
 	// ServicePrefix is the subject group of its endpoints:
 	// serpent.schedule, serpent.status, serpent.cancel, serpent.repurchase.
 	ServicePrefix = "serpent"

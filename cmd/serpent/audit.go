@@ -241,6 +241,7 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 			}
 			c := parseCommand(m.Seq, m.Subject, m.Data)
 			c.Unsettled = m.Subject != snats.ScheduleSubject && m.Seq > strays
+			c.Source = fmt.Sprintf("%s:%d", snats.CommandStream, m.Seq) // as the intake names it
 			cmds = append(cmds, c)
 		}
 		bar.update("commands", uint64(len(cmds)), 0)
@@ -425,6 +426,9 @@ func printReport(w io.Writer, r audit.Report) error {
 	if c := r.Commands; c != nil {
 		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d pending at the intake, %d lost\n",
 			c.Commands, c.Jobs, c.Rejected, c.Pending, c.Lost)
+		if c.Lenient > 0 {
+			fmt.Fprintf(tw, "\t%d of the jobs from commands this version refuses (a field named twice or in another case): their publishers will see them refused\n", c.Lenient)
+		}
 	}
 	if l := r.Ledger; l != nil {
 		fmt.Fprintf(tw, "billing ledger\t%d charges: %d observations, %d found by reconciliation, %d in flight, %d on cancelled jobs, %d unexplained; %d billed pages, %s\n",
