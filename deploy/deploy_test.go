@@ -109,19 +109,7 @@ func startCluster(t *testing.T) string {
 	for _, s := range servers {
 		require.True(t, s.ReadyForConnections(20*time.Second))
 	}
-	natstest.WaitFor(t, 30*time.Second, func() error {
-		leader := false
-		for _, s := range servers {
-			if !s.JetStreamIsCurrent() {
-				return fmt.Errorf("%s is not current", s.Name())
-			}
-			leader = leader || s.JetStreamIsLeader()
-		}
-		if !leader {
-			return fmt.Errorf("no JetStream meta leader yet")
-		}
-		return nil
-	})
+	natstest.WaitFor(t, 30*time.Second, func() error { return natstest.MetaReady(servers) })
 	return strings.Join(urls, ",")
 }
 
@@ -149,11 +137,19 @@ func TestComposeClusterRunsJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_, js := connect(t, urls, "engine")
-	natstest.WaitFor(t, 30*time.Second, func() error {
-		_, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: 3})
+	// Each try within its own time: on a loaded machine a request to the
+	// cluster's meta leader can go unanswered, and another gets through.
+	natstest.WaitFor(t, time.Minute, func() error {
+		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		_, err := snats.EnsureEventStream(tctx, js, snats.EventStreamOptions{Replicas: 3})
 		return err
 	})
-	require.NoError(t, snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: 3}, 5*time.Second))
+	natstest.WaitFor(t, time.Minute, func() error {
+		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		return snats.EnsureEngineStreams(tctx, js, snats.StreamOptions{Replicas: 3}, 5*time.Second)
+	})
 	for _, name := range []string{snats.EventStream, snats.CommandStream, snats.RejectStream, snats.WorkStream} {
 		s, err := js.Stream(ctx, name)
 		require.NoError(t, err)

@@ -100,19 +100,27 @@ func (c *Cluster) WaitStreamCurrent(t testing.TB, js jetstream.JetStream, stream
 }
 
 // ready reports whether the running nodes have a meta leader, are all
-// current, and are seen online and current by the leader: until then a
-// replicated stream can find "no suitable peers for placement".
+// current, and are seen online and current by the leader.
 func (c *Cluster) ready() error {
-	var leader *server.Server
-	running := 0
+	var running []*server.Server
 	for _, node := range c.Nodes {
-		if node.Embedded == nil {
-			continue
+		if node.Embedded != nil {
+			running = append(running, node.Server())
 		}
-		running++
-		s := node.Server()
+	}
+	return MetaReady(running)
+}
+
+// MetaReady reports whether the given JetStream servers (the running
+// nodes of one cluster) have a meta leader, are all current, and are seen
+// online and current by the leader: until then a replicated stream can
+// find "no suitable peers for placement", or its creation can wait on a
+// meta group still settling.
+func MetaReady(servers []*server.Server) error {
+	var leader *server.Server
+	for _, s := range servers {
 		if !s.JetStreamIsCurrent() {
-			return fmt.Errorf("node %s is not current", node.Name)
+			return fmt.Errorf("node %s is not current", s.Name())
 		}
 		if s.JetStreamIsLeader() {
 			leader = s
@@ -134,8 +142,8 @@ func (c *Cluster) ready() error {
 			online++
 		}
 	}
-	if online < running-1 {
-		return fmt.Errorf("the meta leader sees %d of %d other nodes online and current", online, running-1)
+	if online < len(servers)-1 {
+		return fmt.Errorf("the meta leader sees %d of %d other nodes online and current", online, len(servers)-1)
 	}
 	return nil
 }
