@@ -279,6 +279,8 @@ func TestCommands(t *testing.T) {
 			map[uint64]bool{1: true}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, nil},
 		{"a command refused today, neither a job nor rejected", []audit.Command{{Seq: 1, JobID: "0123", Invalid: `has the field "query" twice`}}, nil, 1,
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
+		{"an ambiguous command the intake has not settled, its observation a job", []audit.Command{{Seq: 7, JobID: known, Invalid: `has the field "query" twice`}}, nil, 5,
+			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
 		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Unsettled: true}}, nil, 5,
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
 	}

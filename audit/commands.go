@@ -55,6 +55,8 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]bool, settledUpTo
 				Detail: fmt.Sprintf("command #%d was rejected and also made job %s", c.Seq, c.JobID)})
 		case rejected[c.Seq]:
 			sum.Rejected++
+		case c.Invalid != "" && (c.Unsettled || c.Seq > settledUpTo):
+			sum.Pending++ // to be refused, whatever job its observation has
 		case c.JobID != "" && hasJob:
 			sum.Jobs++
 			if c.Invalid != "" {

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/store"
 )
 
@@ -185,14 +187,27 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 // ambiguous fields as Go's decoder does, already made this very command
 // (source) a job: delivered again, during an upgrade, it is that job, not
 // a rejection as well.
+// Only a command delivered from the stream (source "SERP_COMMANDS:<seq>")
+// comes again; a micro-service request's source is the same for every
+// request, so an ambiguous one is refused, whatever jobs exist.
 func (e *Engine) madeEarlier(ctx context.Context, cmd aggregate.ScheduleCommand, source string) (bool, error) {
-	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
-	if err != nil || source == "" {
+	if !strings.HasPrefix(source, snats.CommandStream+":") {
 		return false, nil
 	}
-	s, err := e.State(ctx, sched.JobID)
+	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
+	if err != nil {
+		return false, nil
+	}
+	evs, ver, err := e.cfg.Store.Load(ctx, sched.JobID)
 	if err != nil {
 		return false, fmt.Errorf("job %s: %w", sched.JobID, err)
+	}
+	s := aggregate.Fold(evs)
+	if !s.Exists() {
+		// Refused for good on this word: not on a replica's behind the log.
+		if err := e.confirmLoad(ctx, sched.JobID, ver); err != nil {
+			return false, err
+		}
 	}
 	return s.Exists() && s.Source == source, nil
 }

@@ -204,9 +204,16 @@ func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
 	_, err = l.store.Append(ctx, sched.JobID, 0, evs...)
 	require.NoError(t, err)
 
-	l.start(l.engine("w", worker.Hooks{}), 1)
+	eng := l.engine("w", worker.Hooks{})
+	l.start(eng, 1)
 	states := l.waitTerminal([]string{sched.JobID}, 20*time.Second)
 	require.Equal(t, aggregate.StatusSucceeded, states[sched.JobID].Status)
+	// A request to the micro service is never delivered again: the same
+	// bytes are refused there, the job existing or not.
+	_, err = eng.Schedule(ctx, []byte(took), "micro:serpent.schedule")
+	var rej *worker.RejectError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, worker.ReasonMalformed, rej.Reason)
 	intake, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
 	require.NoError(t, err)
 	natstest.WaitFor(t, 20*time.Second, func() error {
