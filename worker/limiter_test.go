@@ -519,3 +519,45 @@ func TestSlotKeptWhileTheSearchMayRun(t *testing.T) {
 	require.NoError(t, err, "the slot is free once the key's search is over")
 	p.Done(ctx, true, true, 1)
 }
+
+// TestInFlightCapHoldsThroughTimeouts: an account allows one search at a
+// time, and every search runs longer than the client waits. The first
+// job's request times out while its search goes on at the API; the second
+// job must not start its search until the first's is over (its resends of
+// the key take the slot over), so the API never runs two at once.
+func TestInFlightCapHoldsThroughTimeouts(t *testing.T) {
+	l, _ := setupLimited(t, sandbox.Config{SlowSearchTime: 1500 * time.Millisecond, Faults: sandbox.Faults{SlowSearch: 1}})
+	cfg := l.client.Config()
+	cfg.Timeout = 300 * time.Millisecond // shorter than every search
+	client, err := serper.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(client.CloseIdleConnections)
+	l.client = client
+	l.setLimits(accounts.Limits{MaxInFlight: 1})
+
+	most := 0
+	stop := make(chan struct{})
+	sampled := make(chan int)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				sampled <- most
+				return
+			case <-time.After(5 * time.Millisecond):
+				most = max(most, l.sb.Stats().Running)
+			}
+		}
+	}()
+	l.start(l.limitedEngine("a", time.Minute), 4)
+	jobs := []string{jobFor(t, cmdFor(0)), jobFor(t, cmdFor(1))}
+	l.publish(cmdFor(0))
+	l.publish(cmdFor(1))
+	states := l.waitTerminal(jobs, time.Minute)
+	close(stop)
+	require.Equal(t, 1, <-sampled, "searches running at the API at once")
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
+		require.Equal(t, 1, c, "job %s bought once", j)
+	}
+}
