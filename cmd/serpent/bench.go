@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime/pprof"
 	"slices"
@@ -82,8 +84,8 @@ type benchMachine struct {
 // benchRatios are the rates of the phases over the raw one-at-a-time
 // publish rate (jobs/s or events/s over messages/s).
 type benchRatios struct {
-	HappyPathToRawSingle float64 `json:"happy_path_to_raw_single"`
-	FaultsToRawSingle    float64 `json:"faults_to_raw_single"`
+	HappyPathToRawSingle float64 `json:"happy_path_to_raw_single,omitempty"`
+	FaultsToRawSingle    float64 `json:"faults_to_raw_single,omitempty"`
 	AuditToRawSingle     float64 `json:"audit_to_raw_single,omitempty"`
 	RebuildToRawSingle   float64 `json:"rebuild_to_raw_single,omitempty"`
 }
@@ -111,7 +113,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.SetOutput(stderr)
 	fs.IntVar(&f.jobs, "jobs", 5000, "jobs in each end-to-end phase")
 	fs.IntVar(&f.workers, "workers", 512, "jobs the engine works on at once (intake and due jobs each)")
-	fs.IntVar(&f.payload, "payload", 512, "bytes of each message in the raw publish phase (about an event's size)")
+	fs.IntVar(&f.payload, "payload", 512, "bytes of each message in the raw publish phase (events average some 1,200 bytes with their envelope; the fsync, not the size, sets the one-at-a-time rate: 512 and 1,200 measure alike here)")
 	fs.IntVar(&f.raw, "raw", 3000, "messages in each raw publish phase (ten times as many in batches of 1,000)")
 	fs.StringVar(&f.faults, "faults", "default", "fault mix of the faults phase: default, none, or a JSON file of sandbox faults")
 	fs.StringVar(&f.dir, "data", "", "folder for the servers' data (default: a temporary folder, removed after)")
@@ -163,7 +165,8 @@ production (fsync on every write, one replica), the phases given with
 
 and, after them all:
 
-  memory    peak RSS and heap of this bench process: the bench, the engine
+  memory    peak RSS and heap of this bench process over the whole run
+            (the replay phase's audit, at GOGC=400, included): the bench, the engine
             it runs in-process and the embedded NATS servers together
 
 It prints a table with the ratios to the raw one-at-a-time rate, or every
@@ -202,8 +205,11 @@ Flags:
 		}
 		phases[p] = true
 	}
-	if f.scaleJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.raw < 1 {
-		return f, nil, fmt.Errorf("%w: --jobs, --raw, --scale-jobs and --scale-loads must be at least 1", errUsage)
+	if len(phases) == 0 {
+		return f, nil, fmt.Errorf("%w: --phases names no phase (phases: %s)", errUsage, strings.Join(benchPhases, ", "))
+	}
+	if f.scaleJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
+		return f, nil, fmt.Errorf("%w: --jobs, --workers, --raw, --payload, --scale-jobs and --scale-loads must be at least 1", errUsage)
 	}
 	if f.scaleFresh < 0 || f.replayEvents < 0 {
 		return f, nil, fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", errUsage)
@@ -416,11 +422,30 @@ func benchFaults(spec string) (sandbox.Faults, error) {
 	if err != nil {
 		return sandbox.Faults{}, fmt.Errorf("%w: -faults: %v", errUsage, err)
 	}
+	// Strictly: a misspelt fault, or a whole sandbox config file, would
+	// otherwise be no fault at all.
 	var f sandbox.Faults
-	if err := json.Unmarshal(data, &f); err != nil {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&f); err != nil {
+		return sandbox.Faults{}, fmt.Errorf("%w: -faults %s: a JSON object of fault probabilities (%s): %v", errUsage, spec, faultNames(), err)
+	}
+	if err := (sandbox.Config{Faults: f}).Validate(); err != nil {
 		return sandbox.Faults{}, fmt.Errorf("%w: -faults %s: %v", errUsage, spec, err)
 	}
 	return f, nil
+}
+
+// faultNames lists the fields of a --faults file (sandbox.Faults).
+func faultNames() string {
+	var names []string
+	t := reflect.TypeFor[sandbox.Faults]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // defaultFaultMix is the fault mix the bench and the docs call "default":

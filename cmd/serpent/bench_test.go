@@ -144,6 +144,30 @@ func TestBenchRejectsUnknownPhases(t *testing.T) {
 	require.Contains(t, err.Error(), `"fly"`)
 }
 
+// TestBenchRefusesBadFlags: settings that used to panic, run nothing, or
+// quietly become something else are usage errors.
+func TestBenchRefusesBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.json")
+	require.NoError(t, os.WriteFile(typo, []byte(`{"dropAfterSerch":0.1}`), 0o644))
+	whole := filepath.Join(dir, "sandbox.json")
+	require.NoError(t, os.WriteFile(whole, []byte(`{"seed":1,"faults":{"dropAfterSearch":0.1}}`), 0o644))
+	over := filepath.Join(dir, "over.json")
+	require.NoError(t, os.WriteFile(over, []byte(`{"dropAfterSearch":1.5}`), 0o644))
+	for name, args := range map[string][]string{
+		"a negative payload":   {"--payload", "-1"},
+		"no payload":           {"--payload", "0"},
+		"no workers":           {"--workers", "0"},
+		"no phase":             {"--phases", ","},
+		"a misspelt fault":     {"--phases", "faults", "--faults", typo},
+		"a sandbox config":     {"--phases", "faults", "--faults", whole},
+		"a probability over 1": {"--phases", "faults", "--faults", over},
+	} {
+		_, _, err := runCmd(t, append([]string{"bench"}, args...)...)
+		require.ErrorIs(t, err, errUsage, name)
+	}
+}
+
 func TestBenchHelpListsPhases(t *testing.T) {
 	_, stderr, err := runCmd(t, "bench", "-h")
 	require.NoError(t, err)

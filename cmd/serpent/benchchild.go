@@ -148,6 +148,9 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 		if err != nil {
 			return failed("%v", err)
 		}
+		// This process's CPU time leaves out the engine, a process of its
+		// own here: not a figure of the engine's.
+		e.CPUSeconds, e.CoresBusy, e.CPUMicrosPerJob = 0, 0, 0
 		r.FreshJobs = &e
 	}
 	// The kernel's RSS counters are kept per CPU and folded in lazily, so

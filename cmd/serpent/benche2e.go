@@ -45,9 +45,9 @@ type benchE2E struct {
 	// embedded server, the server's, the engine's, the sandbox's and the
 	// bench's together. CoresBusy is CPUSeconds over Seconds;
 	// CPUMicrosPerJob, CPUSeconds per job.
-	CPUSeconds      float64 `json:"cpu_seconds"`
-	CoresBusy       float64 `json:"cores_busy"`
-	CPUMicrosPerJob float64 `json:"cpu_micros_per_job"`
+	CPUSeconds      float64 `json:"cpu_seconds,omitempty"`
+	CoresBusy       float64 `json:"cores_busy,omitempty"`
+	CPUMicrosPerJob float64 `json:"cpu_micros_per_job,omitempty"`
 }
 
 // benchEndToEnd publishes jobs schedule commands the way a busy upstream

@@ -42,8 +42,14 @@ func benchConnect(url string) (*natsgo.Conn, jetstream.JetStream, error) {
 // batches of 100 and of 1,000 on a scratch stream of the same server.
 func benchRawPublish(ctx context.Context, js jetstream.JetStream, n, size int, prog progressFunc) (benchRaw, error) {
 	const stream = "SERPENT_BENCH"
+	// As many copies as the event log has: on a cluster an R1 ceiling
+	// would flatter the ratios of an R3 engine.
+	replicas := 1
+	if st, err := js.Stream(ctx, snats.EventStream); err == nil {
+		replicas = max(st.CachedInfo().Config.Replicas, 1)
+	}
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"serpent.bench.>"},
-		Storage: jetstream.FileStorage, AllowAtomicPublish: true}); err != nil {
+		Storage: jetstream.FileStorage, AllowAtomicPublish: true, Replicas: replicas}); err != nil {
 		return benchRaw{}, fmt.Errorf("bench: %w", err)
 	}
 	defer js.DeleteStream(context.WithoutCancel(ctx), stream)

@@ -33,6 +33,9 @@ type benchScale struct {
 	// newest 10,000 only: the jobs an engine works on are recent, and
 	// their events are in the blocks the server holds in memory.
 	Recent benchLoad `json:"load_recent"`
+	// LoadRecentMedianRatio is Recent's median over Small's: the target
+	// for the jobs an engine loads.
+	LoadRecentMedianRatio float64 `json:"load_recent_median_ratio,omitempty"`
 	// Engine is "serpent run" as a child process on this log.
 	Engine benchChild `json:"engine"`
 	// BenchPeakRSSMB is this bench process (the bench, its embedded NATS
@@ -139,6 +142,9 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 	if r.Small.MedianMicros > 0 {
 		r.LoadMedianRatio = round2(r.Large.MedianMicros / r.Small.MedianMicros)
 		r.LoadP99Ratio = round2(r.Large.P99Micros / r.Small.P99Micros)
+		if r.Recent.Loads > 0 {
+			r.LoadRecentMedianRatio = round2(r.Recent.MedianMicros / r.Small.MedianMicros)
+		}
 	}
 
 	r.BenchPeakRSSMB = round2(float64(vmHWM()) / (1 << 20))
