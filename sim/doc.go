@@ -8,7 +8,8 @@
 // Each task (one delivery of a due job, or of a command, to one worker
 // process) runs the code production runs for it: Engine.HandleWork for a
 // wake-up on serp.work.<job>, Engine.HandleCommand for a command on
-// serp.cmd.> (refused ones recorded through the task's worker.Rejections).
+// serp.cmd.schedule and Engine.HandleStray for one on a subject nothing
+// reads (refused ones recorded through the task's worker.Rejections).
 // The delivery is a jetstream.Msg of the sim's (simMsg): its subject, its
 // payload, its metadata (stream sequence, delivery count, and when the
 // server stored it, by the server's clock, which may run ahead of the
