@@ -47,6 +47,10 @@ func (r *Runner) Lag(ctx context.Context) (Lag, error) {
 
 // ReadLag measures the lag of the projections of stream at time now from
 // the server: the consumer's acknowledgement floor against the stream.
+// Age is by the server's clock (the time it gathered the consumer's
+// information), so a reader whose clock is off does not see the
+// projections older or younger than they are; now is used when the
+// server does not say, and for a rebuild's pause.
 func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now time.Time) (Lag, error) {
 	if stream == "" {
 		stream = snats.EventStream
@@ -72,7 +76,13 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 		if err != nil {
 			return lag, fmt.Errorf("projector: event %d: %w", lag.Applied, err)
 		}
-		lag.AppliedAt, lag.Age = m.Time, now.Sub(m.Time)
+		// Both times by the server's clock when it says its own (the
+		// consumer info's), not the reader's against the server's.
+		serverNow := now
+		if !ci.TimeStamp.IsZero() {
+			serverNow = ci.TimeStamp
+		}
+		lag.AppliedAt, lag.Age = m.Time, max(serverNow.Sub(m.Time), 0)
 		if lag.Pending > 0 && !state.LastTime.IsZero() {
 			lag.Behind = state.LastTime.Sub(m.Time)
 		}

@@ -65,3 +65,25 @@ func TestLagBehindWhenNothingIsApplied(t *testing.T) {
 	require.Zero(t, lag.Applied)
 	require.Positive(t, lag.Pending)
 }
+
+// TestLagAgeByTheServersClock: a reader whose clock is an hour ahead sees
+// the projections' age as the server does, not an hour older.
+func TestLagAgeByTheServersClock(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.RunServer(t)
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	cons, err := srv.JS.CreateOrUpdateConsumer(ctx, snats.EventStream, jetstream.ConsumerConfig{Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	_, err = srv.JS.Publish(ctx, snats.EventSubjectPrefix+"a", []byte("applied"))
+	require.NoError(t, err)
+	batch, err := cons.Fetch(1)
+	require.NoError(t, err)
+	for m := range batch.Messages() {
+		require.NoError(t, m.DoubleAck(ctx))
+	}
+	lag, err := ReadLag(ctx, srv.JS, "", time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, lag.Applied)
+	require.Less(t, lag.Age, time.Minute, "by the server's clock")
+}
