@@ -10,10 +10,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/serpent-engine/serpent/chaos"
+	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
-// TestMain checks for leaked goroutines, with the same allowances as the
-// nats package (a killed cluster node's file store flushers), and removes
+// TestMain checks for leaked goroutines, nats-server's own leftovers aside
+// (natstest.ServerLeftovers), and removes
 // the serpent binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -21,11 +22,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(binDir)
 	}
 	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*msgBlock).flushLoop"),
-			goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
-			goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
-		); err != nil {
+		if err := goleak.Find(natstest.ServerLeftovers...); err != nil {
 			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
 			code = 1
 		}

@@ -94,6 +94,24 @@ func (l *live) goRun(f func(ctx context.Context)) {
 	l.t.Cleanup(func() { cancel(); <-done })
 }
 
+// waitSettled waits until the named consumers of SERP_COMMANDS have
+// every command delivered and acknowledged.
+func (l *live) waitSettled(consumers ...string) {
+	l.t.Helper()
+	ctx := context.Background()
+	for _, name := range consumers {
+		c, err := l.srv.JS.Consumer(ctx, snats.CommandStream, name)
+		require.NoError(l.t, err)
+		natstest.WaitFor(l.t, 20*time.Second, func() error {
+			ci, err := c.Info(ctx)
+			if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
+				return fmt.Errorf("%s: commands not all settled: %v", name, err)
+			}
+			return nil
+		})
+	}
+}
+
 func (l *live) publish(payload string) {
 	_, err := l.srv.JS.Publish(context.Background(), snats.ScheduleSubject, []byte(payload))
 	require.NoError(l.t, err)

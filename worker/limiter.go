@@ -429,16 +429,24 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 	if err != nil {
 		return false, err
 	}
-	if ok, err := p.takeOwnSlot(ctx, jobID, value, n, now); ok || err != nil {
-		return ok, err
-	}
+	// The job's own slot first, kept by its earlier search (see
+	// MayStillRun): its resend takes it over rather than a second one.
 	start := rand.IntN(n)
+	prefix := "slot." + p.account + "."
+	l.mu.Lock()
+	for key, s := range l.slots {
+		if i, err := strconv.Atoi(strings.TrimPrefix(key, prefix)); s.Job == jobID && strings.HasPrefix(key, prefix) && err == nil && i < n {
+			start = i
+			break
+		}
+	}
+	l.mu.Unlock()
 	for i := range n {
-		key := "slot." + p.account + "." + strconv.Itoa((start+i)%n)
+		key := prefix + strconv.Itoa((start+i)%n)
 		l.mu.Lock()
 		held, ok := l.slots[key]
 		l.mu.Unlock()
-		if ok && now.Before(held.Until) {
+		if ok && now.Before(held.Until) && held.Job != jobID {
 			continue
 		}
 		var own []byte
@@ -492,8 +500,8 @@ func (l *Limiter) takeRate(ctx context.Context, acct string, lim accounts.Limits
 // outcome is unknown, or the API answered that it is in progress. Done
 // then keeps its slot taken, as a dead worker's is, until the lease it
 // was taken for ends (the search is over by then) or the job's next send
-// of the key takes it over: the account's searches in flight stay within
-// its cap.
+// of the key takes it over (takeSlot): the account's searches in flight
+// stay within its cap.
 func (p *Permit) MayStillRun() {
 	if p != nil {
 		p.running = true
@@ -508,43 +516,6 @@ func (p *Permit) SearchOver() {
 	if p != nil {
 		p.ownOld = nil
 	}
-}
-
-// takeOwnSlot takes over the slot the job's earlier search kept (see
-// MayStillRun), if any: the same job's resend replaces it.
-func (p *Permit) takeOwnSlot(ctx context.Context, jobID string, value []byte, n int, now time.Time) (bool, error) {
-	l := p.l
-	l.mu.Lock()
-	var own string
-	for key, s := range l.slots {
-		if s.Job == jobID && strings.HasPrefix(key, "slot."+p.account+".") {
-			if i, err := strconv.Atoi(key[strings.LastIndexByte(key, '.')+1:]); err == nil && i < n {
-				own = key
-				break
-			}
-		}
-	}
-	l.mu.Unlock()
-	if own == "" {
-		return false, nil
-	}
-	e, err := l.kv.Get(ctx, own)
-	if err != nil {
-		return false, nil // gone meanwhile: take any free one
-	}
-	var s slotValue
-	if json.Unmarshal(e.Value(), &s) != nil || s.Job != jobID {
-		return false, nil
-	}
-	rev, err := l.kv.Update(ctx, own, value, e.Revision())
-	if err != nil {
-		return false, nil
-	}
-	p.slot, p.slotRev, p.written = own, rev, value
-	if now.Before(s.Until) {
-		p.ownOld = e.Value() // a hold that still counts
-	}
-	return true, nil
 }
 
 // Done gives the permit back. class and pages tell what the search did: a

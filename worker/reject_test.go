@@ -89,17 +89,7 @@ func TestCommandsOnUnknownSubjects(t *testing.T) {
 		require.NoError(t, err)
 	}
 	l.publish(cmdFor(2))
-	for _, name := range []string{snats.IntakeConsumer, snats.StrayConsumer} {
-		c, err := l.srv.JS.Consumer(ctx, snats.CommandStream, name)
-		require.NoError(t, err)
-		natstest.WaitFor(t, 20*time.Second, func() error {
-			ci, err := c.Info(ctx)
-			if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
-				return fmt.Errorf("%s: commands not all settled: %v", name, err)
-			}
-			return nil
-		})
-	}
+	l.waitSettled(snats.IntakeConsumer, snats.StrayConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 3}, l.rejections())
 	st, err := l.srv.JS.Stream(ctx, snats.RejectStream)
 	require.NoError(t, err)
@@ -135,13 +125,7 @@ func TestScheduleDeleteDeliveredAgain(t *testing.T) {
 	schedules, err := worker.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
 	require.NoError(t, err)
 	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
-	natstest.WaitFor(t, 20*time.Second, func() error {
-		ci, err := cmds.Info(ctx)
-		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
-			return fmt.Errorf("commands not all settled: %v", err)
-		}
-		return nil
-	})
+	l.waitSettled(snats.ScheduleAdminConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + "no_such_schedule": 1}, l.rejections(), "only the delete of a schedule that never was")
 }
 
@@ -214,14 +198,6 @@ func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
 	var rej *worker.RejectError
 	require.ErrorAs(t, err, &rej)
 	require.Equal(t, worker.ReasonMalformed, rej.Reason)
-	intake, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
-	require.NoError(t, err)
-	natstest.WaitFor(t, 20*time.Second, func() error {
-		ci, err := intake.Info(ctx)
-		if err != nil || ci.NumAckPending != 0 || ci.NumPending != 0 {
-			return fmt.Errorf("commands not all settled: %v", err)
-		}
-		return nil
-	})
+	l.waitSettled(snats.IntakeConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonMalformed: 1}, l.rejections(), "only the command nobody took")
 }

@@ -172,7 +172,7 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	// Commands up to the intake's floor, and strays up to the
 	// serpent-strays consumer's, were settled before the log and the
 	// rejections are read, so their jobs or rejections are in what follows.
-	settled, haveCommands, err := intakeFloor(ctx, js)
+	settled, haveCommands, err := consumerFloor(ctx, js, snats.IntakeConsumer)
 	if err != nil {
 		return nil, err
 	}
@@ -192,14 +192,9 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	return a, nil
 }
 
-// intakeFloor is the intake consumer's acknowledgement floor; ok is false
-// when there are no commands to check.
-func intakeFloor(ctx context.Context, js jetstream.JetStream) (uint64, bool, error) {
-	return consumerFloor(ctx, js, snats.IntakeConsumer)
-}
-
 // consumerFloor is the acknowledgement floor of a consumer on the
-// commands; ok is false when it does not exist.
+// commands; ok is false when it does not exist (for the intake: there are
+// no commands to check).
 func consumerFloor(ctx context.Context, js jetstream.JetStream, name string) (uint64, bool, error) {
 	c, err := js.Consumer(ctx, snats.CommandStream, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {

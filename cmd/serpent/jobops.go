@@ -11,7 +11,6 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/worker"
 )
 
@@ -127,17 +126,9 @@ type jobView struct {
 func askEngine(ctx context.Context, nc *natsgo.Conn, op, jobID string, jr worker.JobRequest) (jobView, error) {
 	var view jobView
 	req, _ := json.Marshal(jr)
-	msg, err := nc.RequestWithContext(ctx, worker.ServicePrefix+"."+op, req)
+	msg, err := askService(ctx, nc, op+" "+jobID, worker.ServicePrefix+"."+op, req)
 	if err != nil {
-		return view, fmt.Errorf("%s: no answer from the serpent engine on %s.%s: %w (is serpent run up?)", op, worker.ServicePrefix, op, err)
-	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		why := msg.Header.Get(micro.ErrorHeader)
-		var body worker.ServiceError
-		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
-			why = body.Error // the reason itself, not only its class
-		}
-		return view, &exitError{code: 1, err: fmt.Errorf("%s %s: %s (%s)", op, jobID, why, code)}
+		return view, err
 	}
 	if err := json.Unmarshal(msg.Data, &view); err != nil {
 		return view, fmt.Errorf("%s: unreadable answer: %w", op, err)

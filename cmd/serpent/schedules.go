@@ -11,7 +11,6 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/recurring"
 	"github.com/serpent-engine/serpent/worker"
@@ -121,12 +120,9 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	if op == "list" {
 		return listSchedules(rctx, nc, subject, out, stdout)
 	}
-	msg, err := nc.RequestWithContext(rctx, subject, payload)
+	msg, err := askService(rctx, nc, "schedules "+op, subject, payload)
 	if err != nil {
-		return fmt.Errorf("schedules %s: no answer from the serpent engine on %s: %w (is serpent run up?)", op, subject, err)
-	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return &exitError{code: 1, err: fmt.Errorf("schedules %s: %s", op, msg.Header.Get(micro.ErrorHeader))}
+		return err
 	}
 	switch op {
 	case "delete":
@@ -196,12 +192,9 @@ func listSchedules(ctx context.Context, nc *natsgo.Conn, subject string, out out
 	recs := []worker.Record{} // none prints [], as status and ledger do
 	for after := ""; ; {
 		req, _ := json.Marshal(worker.ListRequest{After: after, Limit: listPage})
-		msg, err := nc.RequestWithContext(ctx, subject, req)
+		msg, err := askService(ctx, nc, "schedules list", subject, req)
 		if err != nil {
-			return fmt.Errorf("schedules list: no answer from the serpent engine on %s: %w (is serpent run up?)", subject, err)
-		}
-		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-			return &exitError{code: 1, err: fmt.Errorf("schedules list: %s", msg.Header.Get(micro.ErrorHeader))}
+			return err
 		}
 		var page []worker.Record
 		if err := json.Unmarshal(msg.Data, &page); err != nil {
