@@ -5,12 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -200,4 +204,54 @@ func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
 	require.Equal(t, worker.ReasonMalformed, rej.Reason)
 	l.waitSettled(snats.IntakeConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonMalformed: 1}, l.rejections(), "only the command nobody took")
+}
+
+// flakyRejections fails its first fails records, then passes the rest
+// to the stream.
+type flakyRejections struct {
+	worker.Rejections
+	fails atomic.Int32
+}
+
+func (f *flakyRejections) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if f.fails.Add(-1) >= 0 {
+		return nil, errors.New("no responders")
+	}
+	return f.Rejections.PublishMsg(ctx, m, opts...)
+}
+
+// TestStrayRecordedWhenItsRecordFailedOnce: a command on a subject
+// nothing reads whose rejection record cannot be written (the reject
+// stream unreachable for a moment) is not acknowledged: it comes back
+// and is recorded once, not lost and not twice.
+func TestStrayRecordedWhenItsRecordFailedOnce(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", worker.Hooks{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
+	require.NoError(t, err)
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedul", []byte(cmdFor(1)))
+	require.NoError(t, err)
+
+	rec := &flakyRejections{Rejections: l.srv.JS}
+	rec.fails.Store(1)
+	deliveries := 0
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		batch, err := strays.FetchNoWait(1)
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			deliveries++
+			eng.HandleStray(ctx, rec, m)
+		}
+		if got := l.rejections(); got[snats.RejectSubjectPrefix+worker.ReasonUnknownSubject] != 1 {
+			return fmt.Errorf("after %d deliveries, rejections %v", deliveries, got)
+		}
+		return nil
+	})
+	require.Equal(t, 2, deliveries, "refused once, recorded on its second delivery")
+	l.waitSettled(snats.StrayConsumer)
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 1}, l.rejections())
 }
