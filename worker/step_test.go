@@ -576,3 +576,41 @@ func TestLostReconciliationAnswerGoesOn(t *testing.T) {
 	require.Less(t, e.clock.Now().Sub(start), time.Hour, "no ReconcileRetry wait: %v", e.clock.Now().Sub(start))
 	require.Empty(t, aggregate.Verify(e.log(job)))
 }
+
+// TestAmbiguousCommandOnAStaleReplica: a command this version refuses as
+// ambiguous, delivered again during an upgrade, is looked up in case an
+// earlier engine made it a job. A replica behind the log that does not
+// have the job yet is not taken at its word (the command would be
+// refused and its job left as well): the leader is asked, and the
+// delivery comes again. A command nobody made a job of is refused.
+func TestAmbiguousCommandOnAStaleReplica(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	ctx := context.Background()
+	ambiguous := func(q string) []byte {
+		return []byte(`{"slot":"2026-12-02T14:00:00Z","query":"first","query":"` + q + `","country":"US","language":"en","device":"mobile"}`)
+	}
+	// The earlier engine read the last value.
+	var c map[string]any
+	require.NoError(t, json.Unmarshal(ambiguous("taken earlier"), &c))
+	plain, err := json.Marshal(c)
+	require.NoError(t, err)
+	earlier, err := e.engine("old", worker.Hooks{}).Schedule(ctx, plain, "SERP_COMMANDS:7")
+	require.NoError(t, err)
+	require.True(t, earlier.Created)
+
+	stale, err := worker.New(worker.Config{Name: "w", Store: behind{e.store}, API: e.api, Timers: e.timers, Now: e.clock.Now})
+	require.NoError(t, err)
+	_, err = stale.Schedule(ctx, ambiguous("taken earlier"), "SERP_COMMANDS:7")
+	require.ErrorContains(t, err, "behind the log")
+	var rej *worker.RejectError
+	require.False(t, errors.As(err, &rej), "not refused on a stale replica's word: %v", err)
+
+	out, err := e.engine("w", worker.Hooks{}).Schedule(ctx, ambiguous("taken earlier"), "SERP_COMMANDS:7")
+	require.NoError(t, err, "the leader's replica has the job")
+	require.Equal(t, earlier.JobID, out.JobID)
+	require.False(t, out.Created)
+
+	_, err = stale.Schedule(ctx, ambiguous("never taken"), "SERP_COMMANDS:8")
+	require.ErrorAs(t, err, &rej, "the leader agrees there is no job")
+	require.Equal(t, worker.ReasonMalformed, rej.Reason)
+}
