@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,9 +87,20 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // a ctx deadline under 100 s has the same risk as a short Timeout.
 //
 // key must be a UUID and body not empty; otherwise nothing is sent and the
-// Result is unknown with reason not_sent. Go's transport may resend the
-// request by itself when a reused keep-alive connection turns out dead: it
-// does so under the same key and body, which the contract makes safe.
+// Result is unknown with reason not_sent.
+//
+// One call sends the request once. Go's transport would otherwise resend
+// it by itself on a fresh connection when a reused one turns out dead (a
+// request with an Idempotency-Key counts as safe to replay there): the
+// first may have run and been billed, and the resend's answer, a 429 say,
+// would be read as the answer to a key's first send, which the engine may
+// act on with a new key. A dead connection is an unknown outcome instead,
+// and the engine resends the key itself, knowing it is a resend.
+//
+// A request not wholly written within Config.Timeout less
+// Config.MaxSearchTime (10 s by default: a slow dial or TLS handshake, a
+// stalled upload) is abandoned, an unknown timeout: the search it would
+// start could otherwise still run after the client stopped waiting.
 func (c *Client) Search(ctx context.Context, key string, body []byte) Result {
 	start := time.Now()
 	res := c.search(ctx, key, body)
@@ -107,10 +120,13 @@ func (c *Client) search(ctx context.Context, key string, body []byte) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	ctx, stopWatch := c.watchWrite(ctx)
+	defer stopWatch()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.searchURL, bytes.NewReader(body))
 	if err != nil {
 		return unknown(UnknownNotSent, c.scrub.err(err).Error())
 	}
+	req.GetBody = nil // no resend by the transport: see Search
 	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	req.Header.Set(HeaderIdempotencyKey, key)
 	req.Header.Set("Content-Type", "application/json")
@@ -118,10 +134,38 @@ func (c *Client) search(ctx context.Context, key string, body []byte) Result {
 	return c.exchange(ctx, req)
 }
 
+// errWrittenLate is why a request not written in time was abandoned.
+var errWrittenLate = errors.New("the request was not written in time")
+
+// watchWrite returns ctx with httptrace watching the request's write: if
+// it is not wholly written within Timeout less MaxSearchTime, ctx is
+// canceled with errWrittenLate. stop ends the watch.
+func (c *Client) watchWrite(ctx context.Context) (_ context.Context, stop func()) {
+	budget := c.cfg.Timeout - c.cfg.MaxSearchTime
+	if budget <= 0 {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var wrote atomic.Bool
+	t := time.AfterFunc(budget, func() {
+		if !wrote.Load() {
+			cancel(fmt.Errorf("%w (within %v, so that its search, up to %v, ends before the client's %v wait does)",
+				errWrittenLate, budget, c.cfg.MaxSearchTime, c.cfg.Timeout))
+		}
+	})
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	})
+	return ctx, func() { t.Stop(); cancel(nil) }
+}
+
 // exchange sends req, reads the reply within the limits and identifies it.
 func (c *Client) exchange(ctx context.Context, req *http.Request) Result {
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errWrittenLate) {
+			return unknown(UnknownTimeout, cause.Error())
+		}
 		return unknown(transportReason(ctx, err), c.scrub.err(err).Error())
 	}
 	defer resp.Body.Close()

@@ -22,6 +22,8 @@ const (
 	MinTimeout = DefaultTimeout
 	// DefaultMaxResponseBytes bounds how much of a reply is read.
 	DefaultMaxResponseBytes = 4 << 20
+	// DefaultMaxSearchTime is how long the API may run a search.
+	DefaultMaxSearchTime = 90 * time.Second
 )
 
 // ErrInvalidConfig is wrapped by every problem Config.Validate reports.
@@ -45,6 +47,15 @@ type Config struct {
 	// MaxResponseBytes bounds a reply's body; a larger one is an unknown
 	// outcome (oversized_body). Default 4 MiB.
 	MaxResponseBytes int64 `json:"maxResponseBytes"`
+	// MaxSearchTime is how long the API may run a search once it has the
+	// request (default 90 s, the contract's). A request not wholly written
+	// within Timeout less MaxSearchTime of leaving is abandoned (an unknown
+	// outcome, timeout): its search, started later, could still run when
+	// the client stops waiting, and the engine counts on every search a
+	// send starts being over by then (see sendBy in package worker). With
+	// a Timeout no longer than MaxSearchTime (AllowShortTimeout) there is
+	// no such bound.
+	MaxSearchTime time.Duration `json:"maxSearchTime,omitempty"`
 	// Transport replaces the default HTTP transport (a clone of
 	// http.DefaultTransport), for example in tests.
 	Transport http.RoundTripper `json:"-"`
@@ -57,6 +68,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxResponseBytes == 0 {
 		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if c.MaxSearchTime == 0 {
+		c.MaxSearchTime = DefaultMaxSearchTime
 	}
 	return c
 }
@@ -85,6 +99,9 @@ func (c Config) Validate() error {
 	case c.Timeout < MinTimeout && !c.AllowShortTimeout:
 		bad("Timeout %v is under %v: the API may run a search for up to 90 s and asks clients to wait at least 100 s; a shorter deadline turns running, billed searches into unknown outcomes", c.Timeout, MinTimeout)
 	}
+	if c.MaxSearchTime < 0 {
+		bad("MaxSearchTime %v is negative", c.MaxSearchTime)
+	}
 	if c.MaxResponseBytes < 1024 {
 		bad("MaxResponseBytes %d is under 1024: no success body fits", c.MaxResponseBytes)
 	}
@@ -111,8 +128,8 @@ func (c Config) tokenHint() string {
 
 // String prints c with the token redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("serper.Config{BaseURL: %q, Token: %s, Timeout: %v, AllowShortTimeout: %t, MaxResponseBytes: %d}",
-		redactURL(c.BaseURL), c.tokenHint(), c.Timeout, c.AllowShortTimeout, c.MaxResponseBytes)
+	return fmt.Sprintf("serper.Config{BaseURL: %q, Token: %s, Timeout: %v, AllowShortTimeout: %t, MaxSearchTime: %v, MaxResponseBytes: %d}",
+		redactURL(c.BaseURL), c.tokenHint(), c.Timeout, c.AllowShortTimeout, c.MaxSearchTime, c.MaxResponseBytes)
 }
 
 // GoString makes %#v redact the token too.
@@ -129,6 +146,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("token", c.tokenHint()),
 		slog.Duration("timeout", c.Timeout),
 		slog.Bool("allow_short_timeout", c.AllowShortTimeout),
+		slog.Duration("max_search_time", c.MaxSearchTime),
 		slog.Int64("max_response_bytes", c.MaxResponseBytes),
 	)
 }

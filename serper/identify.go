@@ -250,10 +250,13 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs > uint64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
+	secs, err := strconv.ParseUint(v, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return maxRetryAfter // all digits, too many for a uint64: capped, not ignored
+	case err == nil && secs > uint64(maxRetryAfter/time.Second):
+		return maxRetryAfter
+	case err == nil:
 		return time.Duration(secs) * time.Second
 	}
 	t, err := http.ParseTime(v)

@@ -160,7 +160,7 @@ func TestIdentifyHeaders(t *testing.T) {
 		{"retry after date", 429, envelope, http.Header{"Retry-After": {t0.Add(90 * time.Second).Format(http.TimeFormat)}}, false, 90 * time.Second},
 		{"retry after past date", 429, envelope, http.Header{"Retry-After": {t0.Add(-time.Hour).Format(http.TimeFormat)}}, false, 0},
 		{"retry after huge", 429, envelope, http.Header{"Retry-After": {"99999999999999999"}}, false, 24 * time.Hour},
-		{"retry after overflow", 429, envelope, http.Header{"Retry-After": {"999999999999999999999999"}}, false, 0},
+		{"retry after too long for a uint64 is capped too", 429, envelope, http.Header{"Retry-After": {"999999999999999999999999"}}, false, 24 * time.Hour},
 		{"retry after negative", 429, envelope, http.Header{"Retry-After": {"-5"}}, false, 0},
 		{"retry after junk", 429, envelope, http.Header{"Retry-After": {"soon"}}, false, 0},
 		{"retry after on a gateway page", 503, []byte("<html></html>"), http.Header{"Retry-After": {"3"}}, false, 3 * time.Second},
