@@ -180,7 +180,7 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 	if in.Status == 200 && len(in.Result) == 0 {
 		return invalid("a 200 without a decoded result is an unknown outcome, not a success")
 	}
-	rule := t.Decision(in.Status, in.Code, in.Try)
+	rule := t.Decision(in.Status, in.Code, in.Try, in.Replayed)
 	if !rule.Class.Definite() && s.Status != StatusSending {
 		return ErrStaleOutcome
 	}
@@ -265,12 +265,42 @@ func (b *emitter) ledger(in LedgerAnswer) error {
 		// billed only when it ends: no charge yet proves nothing.
 		return &NotSettledError{Until: settled}
 	}
-	rec := events.Reconciled{Keys: q.Keys, RequestIDs: q.RequestIDs, Entries: charges, Charges: len(charges)}
 	cur, _ := s.Current()
+	if len(charges) == 0 && (s.Reconcile == string(ClassReplayUnavailable) || cur.BillingUnresolved) {
+		// The API said the key's search ran and was billed (409
+		// idempotency_replay_unavailable) or is being billed (503
+		// billing_unavailable): the ledger, kept apart from the replies,
+		// is behind. No charge yet proves nothing; a new key could buy
+		// the observation twice. Ask again until the job's age budget
+		// ends.
+		if until := AgeDeadline(s.Policy, s.AgeStart()); b.now.Before(until) {
+			return &NotSettledError{Until: earliest(b.now.Add(s.Policy.MaxDelay.D()), until)}
+		}
+		if s.Reconcile == string(ClassReplayUnavailable) {
+			b.add(events.JobFailed{Reason: ReasonChargeNotInLedger, Key: cur.Key, Message: fmt.Sprintf(
+				"the API said key %s was billed and its response is lost (409 idempotency_replay_unavailable), but the billing ledger showed no charge within the job's age budget of %s; not bought again",
+				cur.Key, s.Policy.MaxAge.D())})
+			return nil
+		}
+		// billing_unavailable past the age budget: no charge ever showed
+		// (a search with nothing to bill); the job fails on its budget.
+	}
+	rec := events.Reconciled{Keys: q.Keys, RequestIDs: q.RequestIDs, Entries: charges, Charges: len(charges)}
 	switch {
 	case len(charges) > 0:
 		rec.Verdict, rec.Action = VerdictCharged, string(StatusChargedNoResult)
 		b.add(rec)
+	case s.Reconcile == string(ClassFailure):
+		// A resend was refused (see Table.Decision) and no send of the
+		// job was charged: the refusal stands.
+		rec.Verdict, rec.Action = VerdictNotCharged, string(ActionFail)
+		b.add(rec)
+		failed := events.JobFailed{Reason: ReasonAPIError, Key: cur.Key}
+		if o := s.LastOutcome; o != nil {
+			failed.Status, failed.Code, failed.RequestID = o.Status, o.Code, o.RequestID
+			failed.Message = fmt.Sprintf("the API refused a resend of key %s (HTTP %d %s), and the billing ledger shows no charge of the job", cur.Key, o.Status, o.Code)
+		}
+		b.add(failed)
 	default:
 		rec.Verdict = VerdictNotCharged
 		if reason := b.budgetLeft(b.now); reason != "" {

@@ -111,6 +111,24 @@ func TestReconciliation(t *testing.T) {
 		require.Equal(t, aggregate.StatusReconciling, j.s.Status)
 		return j, key
 	}
+	// atDeadline: a key sent, answered "in progress" (req_A) and then
+	// never again, until its deadline.
+	atDeadline := func(t *testing.T) (*job, string) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_in_progress", RequestID: "req_A"})
+		for {
+			j.waitDue()
+			evs := j.must(aggregate.Due{Worker: "w1"})
+			sent, ok := evs[0].Data.(events.Sent)
+			if !ok {
+				break
+			}
+			j.must(aggregate.Outcome{Key: key, Try: sent.Try, Unknown: "timeout"})
+		}
+		require.Equal(t, aggregate.StatusReconciling, j.s.Status)
+		return j, key
+	}
 	t.Run("no charge is conclusive only once the last search must have ended", func(t *testing.T) {
 		j, _ := setup(t)
 		settled := j.s.Settled()
@@ -125,8 +143,8 @@ func TestReconciliation(t *testing.T) {
 		j.now = settled
 		require.Equal(t, aggregate.StepReconcile, j.s.Next(j.now).Step)
 	})
-	t.Run("no charge rotates the key", func(t *testing.T) {
-		j, key := setup(t)
+	t.Run("no charge of a key unknown at its deadline rotates the key", func(t *testing.T) {
+		j, key := atDeadline(t)
 		j.now = j.s.Settled()
 		q := j.s.ReconcileQuery()
 		require.Equal(t, []string{"req_A"}, q.RequestIDs)
@@ -162,7 +180,7 @@ func TestReconciliation(t *testing.T) {
 		require.Equal(t, aggregate.VerdictCharged, evs[0].Data.(events.Reconciled).Verdict)
 	})
 	t.Run("other jobs' charges are ignored", func(t *testing.T) {
-		j, _ := setup(t)
+		j, _ := atDeadline(t)
 		j.now = j.s.Settled()
 		q := j.s.ReconcileQuery()
 		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
@@ -462,4 +480,121 @@ func TestA429OnAResendKeepsTheKey(t *testing.T) {
 	j.must(aggregate.Outcome{Key: again, Try: try, Status: 200, RequestID: "r0", Replayed: true, Result: okResult})
 	require.Equal(t, aggregate.StatusSucceeded, j.s.Status)
 	require.Empty(t, aggregate.Verify(j.log))
+}
+
+// TestRefusedResendAsksTheLedger: a resend of a key whose first answer
+// was lost, refused with an error that is not the first execution's
+// replayed (a 401 after the token changed: the API refuses before it
+// looks the key up), does not fail the job on the spot: the first send
+// may have run and been billed. The ledger decides: a charge ends the
+// job charged_no_result, none ends it failed with the refusal. A
+// replayed failure is the first execution's own and fails at once.
+func TestRefusedResendAsksTheLedger(t *testing.T) {
+	resent := func(t *testing.T, replayed bool) (*job, string) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "connection"})
+		j.waitDue()
+		_, try = j.send("w1")
+		require.Equal(t, 2, try)
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 401, Code: "unauthorized", RequestID: "req_401", Replayed: replayed})
+		return j, key
+	}
+	t.Run("charged", func(t *testing.T) {
+		j, key := resent(t, false)
+		require.Equal(t, aggregate.StatusReconciling, j.s.Status)
+		q := j.s.ReconcileQuery()
+		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+			Entries: []events.LedgerEntry{{RequestID: "req_first", Key: key, Pages: 1, BilledPages: 1}}})
+		require.Equal(t, []string{"Reconciled"}, types(evs))
+		require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+	t.Run("not charged", func(t *testing.T) {
+		j, key := resent(t, false)
+		_, err := j.try(aggregate.LedgerAnswer{Keys: []string{key}, RequestIDs: j.s.ReconcileQuery().RequestIDs})
+		require.ErrorIs(t, err, aggregate.ErrNotSettled, "the first send's search may still run")
+		j.now = j.s.Settled()
+		evs := j.must(aggregate.LedgerAnswer{Keys: []string{key}, RequestIDs: j.s.ReconcileQuery().RequestIDs})
+		require.Equal(t, []string{"Reconciled", "JobFailed"}, types(evs))
+		failed := evs[1].Data.(events.JobFailed)
+		require.Equal(t, aggregate.ReasonAPIError, failed.Reason)
+		require.Equal(t, 401, failed.Status)
+		require.Equal(t, "unauthorized", failed.Code)
+		require.Equal(t, aggregate.StatusFailed, j.s.Status)
+		require.Len(t, j.s.Attempts, 1, "no new key")
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+	t.Run("replayed", func(t *testing.T) {
+		j, _ := resent(t, true)
+		require.Equal(t, aggregate.StatusFailed, j.s.Status)
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+}
+
+// TestLedgerBehindTheAPI: the billing ledger is kept apart from the
+// replies and may not show a charge yet that the API has spoken of. A key
+// answered 409 idempotency_replay_unavailable (billed, response lost) or
+// 503 billing_unavailable (ran, billing not settled) is never rotated on
+// an empty ledger: the ledger is asked again (every max_delay) until the
+// charge shows, or the job's age budget ends, when it fails without
+// buying again.
+func TestLedgerBehindTheAPI(t *testing.T) {
+	replayUnavailable := func(t *testing.T) (*job, string) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable", RequestID: "req_A"})
+		j.now = j.s.Settled()
+		return j, key
+	}
+	billingUnresolved := func(t *testing.T) (*job, string) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 503, Code: "billing_unavailable", RequestID: "req_A"})
+		for {
+			j.waitDue()
+			evs := j.must(aggregate.Due{Worker: "w1"})
+			sent, ok := evs[0].Data.(events.Sent)
+			if !ok {
+				break
+			}
+			j.must(aggregate.Outcome{Key: key, Try: sent.Try, Unknown: "timeout"})
+		}
+		require.Equal(t, aggregate.StatusReconciling, j.s.Status)
+		j.now = j.s.Settled()
+		return j, key
+	}
+	for name, setup := range map[string]func(*testing.T) (*job, string){
+		"replay unavailable": replayUnavailable, "billing unavailable": billingUnresolved,
+	} {
+		t.Run(name+": asked again, then the charge shows", func(t *testing.T) {
+			j, key := setup(t)
+			q := j.s.ReconcileQuery()
+			_, err := j.try(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs})
+			var ns *aggregate.NotSettledError
+			require.ErrorAs(t, err, &ns)
+			require.Equal(t, j.now.Add(j.s.Policy.MaxDelay.D()), ns.Until)
+			j.now = ns.Until
+			evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs,
+				Entries: []events.LedgerEntry{{RequestID: "req_A", Key: key, Pages: 1, BilledPages: 1}}})
+			require.Equal(t, []string{"Reconciled"}, types(evs))
+			require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
+			require.Empty(t, aggregate.Verify(j.log))
+		})
+		t.Run(name+": no charge within the age budget", func(t *testing.T) {
+			j, _ := setup(t)
+			q := j.s.ReconcileQuery()
+			j.now = aggregate.AgeDeadline(j.s.Policy, j.s.AgeStart())
+			evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs})
+			require.Equal(t, aggregate.StatusFailed, j.s.Status)
+			require.Len(t, j.s.Attempts, 1, "never bought again")
+			failed := evs[len(evs)-1].Data.(events.JobFailed)
+			if name == "replay unavailable" {
+				require.Equal(t, aggregate.ReasonChargeNotInLedger, failed.Reason)
+			} else {
+				require.Equal(t, aggregate.ReasonAgeBudget, failed.Reason)
+			}
+			require.Empty(t, aggregate.Verify(j.log))
+		})
+	}
 }

@@ -97,6 +97,9 @@ const (
 	ReasonAgeBudget      = "age_budget"
 	ReasonKeyBudget      = "key_budget"
 	ReasonAPIError       = "api_error"
-	ReasonNotCharged     = "not_charged"
-	ReasonRepurchase     = "repurchase"
+	// ReasonChargeNotInLedger: the API said a key was billed, and the
+	// billing ledger never showed the charge.
+	ReasonChargeNotInLedger = "charge_not_in_ledger"
+	ReasonNotCharged        = "not_charged"
+	ReasonRepurchase        = "repurchase"
 )

@@ -209,7 +209,10 @@ func runSequence(seed uint64) (aggregate.Status, error) {
 		case aggregate.StepWait:
 			now = next.At.Add(jump())
 		case aggregate.StepReconcile:
-			if _, err := decide(p.ledger(s.ReconcileQuery())); err != nil {
+			var ns *aggregate.NotSettledError
+			if _, err := decide(p.ledger(s.ReconcileQuery())); errors.As(err, &ns) {
+				now = ns.Until.Add(jump()) // the ledger may be behind: ask again then
+			} else if err != nil {
 				return "", fmt.Errorf("reconcile: %w", err)
 			}
 		case aggregate.StepSend:

@@ -60,6 +60,10 @@ type Attempt struct {
 	LastClass  Class
 	Definite   bool
 	RequestIDs []string
+	// BillingUnresolved: a send of the key was answered 503
+	// billing_unavailable, the API's word that its search ran while its
+	// billing was not settled: a ledger without its charge may be behind.
+	BillingUnresolved bool `json:",omitempty"`
 }
 
 // Sent reports whether the key ever left in a request.
@@ -152,6 +156,7 @@ func (s *State) apply(e events.Event) {
 		s.NextRunAt = d.NextRunAt
 		if a := s.attempt(d.Key); a != nil {
 			a.LastClass = Class(d.Class)
+			a.BillingUnresolved = a.BillingUnresolved || Class(d.Class) == ClassUnresolved
 			// An answer that leads to the same key again settles
 			// nothing: that key's next send must still speak for it.
 			a.Definite = a.Definite || Class(d.Class).Definite() && Action(d.Action) != ActionRetrySameKey

@@ -107,14 +107,24 @@ func (t Table) Classify(status int, code string) Rule {
 }
 
 // Decision is the row an outcome of a key's try-th send acts on: its
-// row, except that a 429 on a resend keeps the key. A 429 says only that
-// this request did not run; an earlier send of the key, whose answer was
-// lost or said "in progress", may have run and been billed, so the key is
-// not settled and goes again.
-func (t Table) Decision(status int, code string, try int) Rule {
+// row, except on a resend (try > 1), whose answer may speak only of this
+// request: an earlier send of the key, whose answer was lost or said "in
+// progress", may have run and been billed.
+//   - A 429 (this request did not run) keeps the key: it goes again.
+//   - A failure that is not a replay of the first execution's own (a 401
+//     after the token changed, say: the API refuses before it looks the
+//     key up) asks the billing ledger before the job fails: a charge
+//     found ends it charged_no_result, none the failure.
+func (t Table) Decision(status int, code string, try int, replayed bool) Rule {
 	r := t.Classify(status, code)
-	if r.Class == ClassRateLimited && r.Action == ActionRetryNewKey && try > 1 {
+	if try <= 1 {
+		return r
+	}
+	switch {
+	case r.Class == ClassRateLimited && r.Action == ActionRetryNewKey:
 		r.Action = ActionRetrySameKey
+	case r.Class == ClassFailure && r.Action == ActionFail && !replayed:
+		r.Action = ActionReconcile
 	}
 	return r
 }

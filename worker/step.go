@@ -277,7 +277,7 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 			until := e.cfg.Now().Add(min(res.RetryAfter, s.Policy.RetryAfterMax.D()))
 			e.cfg.Limiter.Pause(context.WithoutCancel(ctx), s.Account, until, fmt.Sprintf("HTTP %d %s", res.Status, res.Code))
 		}
-		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try)
+		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try, out.Replayed)
 		billed := rule.Class == aggregate.ClassSuccess && out.Pages > 0
 		switch searchState(rule.Class, res.Unknown) {
 		case searchEnded:

@@ -157,9 +157,11 @@ func TestReplayUnavailableReconciles(t *testing.T) {
 		require.Equal(t, 2, e.api.sendCount(), "not bought a third time")
 		require.Empty(t, aggregate.Verify(e.log(job)))
 	})
-	t.Run("ledger down, then not charged", func(t *testing.T) {
+	t.Run("ledger down, then charged", func(t *testing.T) {
 		e := setup(t, func(key string, n int) serper.Result {
 			if n == 1 && len(e0.api.sends) == 1 {
+				// Billed, its reply gone (the caller holds the lock).
+				e0.api.ledger = append(e0.api.ledger, serper.LedgerEntry{RequestID: "req_A", IdempotencyKey: key, Pages: 1, BilledPages: 1})
 				return confirmed(409, "idempotency_replay_unavailable", "req_A")
 			}
 			return success("req_B", false)
@@ -174,8 +176,9 @@ func TestReplayUnavailableReconciles(t *testing.T) {
 		require.Equal(t, aggregate.StatusReconciling, e.state(job).Status)
 		e.api.ledgerE = nil
 		s := e.runToEnd(eng, job)
-		require.Equal(t, aggregate.StatusSucceeded, s.Status)
-		require.Len(t, s.Attempts, 2, "no charge found: a new key is safe")
+		require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
+		require.Len(t, s.Attempts, 1, "never a new key")
+		require.Equal(t, 1, e.api.sendCount())
 	})
 }
 
@@ -554,14 +557,14 @@ func (l lostReconciliation) Append(ctx context.Context, jobID string, expected u
 
 // TestLostReconciliationAnswerGoesOn: a reconciliation written whose
 // answer was lost is not a failed ledger look-up: the worker reads the job
-// again and goes on (here: sends the new key) instead of waiting
-// ReconcileRetry.
+// again and goes on (here: sends the new key the ledger's "no charge"
+// allowed) instead of waiting ReconcileRetry.
 func TestLostReconciliationAnswerGoesOn(t *testing.T) {
 	first := ""
 	e := setup(t, func(key string, n int) serper.Result {
 		if first == "" || first == key {
 			first = key
-			return confirmed(409, "idempotency_replay_unavailable", "r1")
+			return serper.Result{Unknown: serper.UnknownTimeout} // until the key's deadline
 		}
 		return success("r2", false)
 	})
