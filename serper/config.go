@@ -24,6 +24,9 @@ const (
 	DefaultMaxResponseBytes = 4 << 20
 	// DefaultMaxSearchTime is how long the API may run a search.
 	DefaultMaxSearchTime = 90 * time.Second
+	// ReplayWindow is the longest the API replays a key's first response
+	// (from that key's first execution).
+	ReplayWindow = 15 * time.Minute
 )
 
 // ErrInvalidConfig is wrapped by every problem Config.Validate reports.

@@ -275,6 +275,17 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 			return nil, fmt.Errorf("%w: --lease %s must cover --client-timeout %s plus 10 s, or a slow search could be sent twice at once",
 				errUsage, f.policy.Lease.D(), f.clientTimeout)
 		}
+		if w := f.policy.ReplayWindow.D(); w > serper.ReplayWindow {
+			return nil, fmt.Errorf("%w: --replay-window %s is longer than the API's %s: a resend after the API forgot the key would buy again",
+				errUsage, w, serper.ReplayWindow)
+		}
+		// A resend leaving just before its key's deadline may take as long
+		// as the client lets a request be written (its timeout less the
+		// longest search) to reach the API: the margin must cover that.
+		if write := f.clientTimeout - serper.DefaultMaxSearchTime; f.policy.SafetyMargin.D() < write {
+			return nil, fmt.Errorf("%w: --safety-margin %s is shorter than the %s a request may take to reach the API (--client-timeout %s less a %s search): a resend at the deadline could arrive after the key's replay window and buy again",
+				errUsage, f.policy.SafetyMargin.D(), write, f.clientTimeout, serper.DefaultMaxSearchTime)
+		}
 		say("API %s (real searches are bought)", url)
 	}
 	client, err := serper.New(cfg)

@@ -78,8 +78,8 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 			return err
 		})
 	}
-	dur(&f.policy.ReplayWindow, "replay-window", "how long the API replays a key")
-	dur(&f.policy.SafetyMargin, "safety-margin", "time kept free at the end of a key's replay window")
+	dur(&f.policy.ReplayWindow, "replay-window", "how long the API replays a key (at most 15m with the real API)")
+	dur(&f.policy.SafetyMargin, "safety-margin", "time kept free at the end of a key's replay window (with the real API, at least the 10 s a request may take to reach it)")
 	dur(&f.policy.Lease, "lease", "how long a send keeps other workers off a job; at least the client timeout plus 10 s")
 	dur(&f.policy.BaseDelay, "base-delay", "first backoff ceiling")
 	dur(&f.policy.MaxDelay, "max-delay", "largest backoff")

@@ -130,14 +130,16 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"short lease for the real API": {[]string{"--lease", "30s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "--lease"},
-		"client timeout under 100 s":   {[]string{"--client-timeout", "95s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "90"},
-		"api url without a token":      {[]string{"--api-url", "https://example.com"}, nil, "no token"},
-		"the token in clear text":      {[]string{"--api-url", "http://api.example.com"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "clear text"},
-		"margin as long as the window": {[]string{"--safety-margin", "15m"}, nil, "safety_margin"},
-		"bad log level":                {[]string{"--log-level", "loud"}, nil, "--log-level"},
-		"bad rules file":               {[]string{"--outcome-rules", "/no/such/file"}, nil, "--outcome-rules"},
-		"an argument":                  {[]string{"now"}, nil, "no arguments"},
+		"short lease for the real API":   {[]string{"--lease", "30s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "--lease"},
+		"client timeout under 100 s":     {[]string{"--client-timeout", "95s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "90"},
+		"api url without a token":        {[]string{"--api-url", "https://example.com"}, nil, "no token"},
+		"the token in clear text":        {[]string{"--api-url", "http://api.example.com"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "clear text"},
+		"margin as long as the window":   {[]string{"--safety-margin", "15m"}, nil, "safety_margin"},
+		"a window longer than the API's": {[]string{"--replay-window", "20m"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "longer than the API's"},
+		"a margin shorter than a write":  {[]string{"--safety-margin", "5s"}, map[string]string{"SERPER_LIVE_TOKEN": "tok_abcdefgh12345"}, "--safety-margin"},
+		"bad log level":                  {[]string{"--log-level", "loud"}, nil, "--log-level"},
+		"bad rules file":                 {[]string{"--outcome-rules", "/no/such/file"}, nil, "--outcome-rules"},
+		"an argument":                    {[]string{"now"}, nil, "no arguments"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
