@@ -97,7 +97,11 @@ func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func(
 // them, and something deleted them since), the job's whole history up to
 // upTo to fold, instead of the batch's events alone: a value folded from
 // the rest of a history would claim the newest sequence and never be
-// mended.
+// mended. The history must reach the batch's last event of the value:
+// direct gets may be answered by a replica behind the leader, and a
+// history read short would leave the batch's own events out of the value
+// while the batch is acknowledged. Such a read fails the batch, which
+// comes again.
 func (a *applier) refold(ctx context.Context, todo []projections.Target, current map[projections.Target]entry,
 	unborn map[projections.Target]bool, byTarget map[projections.Target][]projections.Record, upTo uint64) error {
 	if a.history == nil {
@@ -118,7 +122,27 @@ func (a *applier) refold(ctx context.Context, todo []projections.Target, current
 				mine = append(mine, r)
 			}
 		}
+		if err := reachesBatch(t, job, mine, byTarget[t]); err != nil {
+			return err
+		}
 		byTarget[t] = mine
+	}
+	return nil
+}
+
+// reachesBatch checks that the history read for t holds the batch's last
+// event of t (a history is read from the first event on, so it then holds
+// every one before it too).
+func reachesBatch(t projections.Target, job string, hist, batch []projections.Record) error {
+	var reached, through uint64
+	if len(hist) > 0 {
+		reached = hist[len(hist)-1].Seq
+	}
+	if len(batch) > 0 {
+		through = batch[len(batch)-1].Seq
+	}
+	if err := checkReached("the history of job "+job, reached, through); err != nil {
+		return fmt.Errorf("%w; %s has no value and is not written from part of it", err, t)
 	}
 	return nil
 }
