@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,11 +93,11 @@ func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func(
 	return nil
 }
 
-// refold gives a job's status and job ledger, when they have no value
-// although the batch does not begin the job (so an earlier batch wrote
-// them, and something deleted them since), the job's whole history up to
-// upTo to fold, instead of the batch's events alone: a value folded from
-// the rest of a history would claim the newest sequence and never be
+// refold gives a value of a job (its status, job ledger or key ledger)
+// that has no value although the batch does not begin it (so an earlier
+// batch wrote it, and something deleted it since) the job's whole history
+// up to upTo to fold, instead of the batch's events alone: a value folded
+// from the rest of a history would claim the newest sequence and never be
 // mended. The history must reach the batch's last event of the value:
 // direct gets may be answered by a replica behind the leader, and a
 // history read short would leave the batch's own events out of the value
@@ -107,56 +108,83 @@ func (a *applier) refold(ctx context.Context, todo []projections.Target, current
 	if a.history == nil {
 		return nil
 	}
+	hists := map[string][]projections.Record{} // each job's history, read once
 	for _, t := range todo {
-		job, ok := jobOf(t)
-		if !ok || current[t].value != nil || unborn[t] {
+		if !refoldable(t) || current[t].value != nil || unborn[t] {
 			continue
 		}
-		hist, err := a.history(ctx, job, upTo)
-		if err != nil {
-			return fmt.Errorf("projector: %s has no value: read the history of job %s: %w", t, job, err)
-		}
 		var mine []projections.Record
-		for _, r := range hist {
-			if slices.Contains(projections.Targets(r.Event), t) {
-				mine = append(mine, r)
+		for _, job := range jobsOf(byTarget[t]) {
+			hist, ok := hists[job]
+			if !ok {
+				var err error
+				if hist, err = a.history(ctx, job, upTo); err != nil {
+					return fmt.Errorf("projector: %s has no value: read the history of job %s: %w", t, job, err)
+				}
+				hists[job] = hist
 			}
+			var got []projections.Record
+			for _, r := range hist {
+				if slices.Contains(projections.Targets(r.Event), t) {
+					got = append(got, r)
+				}
+			}
+			if err := reachesBatch(t, job, got, byTarget[t]); err != nil {
+				return err
+			}
+			mine = append(mine, got...)
 		}
-		if err := reachesBatch(t, job, mine, byTarget[t]); err != nil {
-			return err
-		}
+		slices.SortFunc(mine, func(x, y projections.Record) int { return cmp.Compare(x.Seq, y.Seq) })
 		byTarget[t] = mine
 	}
 	return nil
 }
 
-// reachesBatch checks that the history read for t holds the batch's last
-// event of t (a history is read from the first event on, so it then holds
-// every one before it too).
+// refoldable reports whether a missing value is folded from its job's
+// history: the status, job ledger and key ledgers, which one job's events
+// make. Not a day ledger, which many jobs share (serpent projections
+// rebuild mends it), nor an observation, which each ObservationStored
+// writes whole: the batch's alone write it right.
+func refoldable(t projections.Target) bool {
+	switch t.Bucket {
+	case projections.StatusBucket:
+		return true
+	case projections.LedgerBucket:
+		return strings.HasPrefix(t.Key, projections.LedgerJobPrefix) || strings.HasPrefix(t.Key, projections.LedgerKeyPrefix)
+	}
+	return false
+}
+
+// jobsOf lists the jobs of a value's records, once each: its job (a key
+// belongs to the job that made it; only a doctored log names it in
+// another's events).
+func jobsOf(recs []projections.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if !slices.Contains(out, r.Event.JobID) {
+			out = append(out, r.Event.JobID)
+		}
+	}
+	return out
+}
+
+// reachesBatch checks that the history of job read for t holds the
+// batch's last event of t from that job (a history is read from the first
+// event on, so it then holds every one before it too).
 func reachesBatch(t projections.Target, job string, hist, batch []projections.Record) error {
 	var reached, through uint64
 	if len(hist) > 0 {
 		reached = hist[len(hist)-1].Seq
 	}
-	if len(batch) > 0 {
-		through = batch[len(batch)-1].Seq
+	for _, r := range batch {
+		if r.Event.JobID == job {
+			through = r.Seq
+		}
 	}
 	if err := checkReached("the history of job "+job, reached, through); err != nil {
 		return fmt.Errorf("%w; %s has no value and is not written from part of it", err, t)
 	}
 	return nil
-}
-
-// jobOf names the job of a value that exists from the job's first event
-// on: its status and its job ledger.
-func jobOf(t projections.Target) (string, bool) {
-	switch {
-	case t.Bucket == projections.StatusBucket:
-		return t.Key, true
-	case t.Bucket == projections.LedgerBucket && strings.HasPrefix(t.Key, projections.LedgerJobPrefix):
-		return strings.TrimPrefix(t.Key, projections.LedgerJobPrefix), true
-	}
-	return "", false
 }
 
 // writeAll writes the buckets at once, each in windows; it returns the

@@ -69,8 +69,8 @@ func TestAuditReloadReadShort(t *testing.T) {
 	require.ErrorContains(t, err, "ended at sequence 3, before 5")
 }
 
-// TestRefoldRefusesAShortHistory: a job's status or job ledger deleted
-// (nats kv del) is folded from the job's history, read with direct gets,
+// TestRefoldRefusesAShortHistory: a job's status, job ledger or key
+// ledger deleted (nats kv del) is folded from the job's history, read with direct gets,
 // which a replica behind the leader may answer. A history that does not
 // reach the batch's own events of the value fails the batch (it comes
 // again) instead of writing the value without them; once the history is
@@ -95,8 +95,10 @@ func TestRefoldRefusesAShortHistory(t *testing.T) {
 			return out, nil
 		}
 	}
-	for _, tg := range []projections.Target{projections.StatusTarget(jobID), projections.JobTarget(jobID)} {
-		t.Run(tg.Bucket, func(t *testing.T) {
+	key, _ := j.Key()
+	for name, tg := range map[string]projections.Target{"status": projections.StatusTarget(jobID),
+		"job ledger": projections.JobTarget(jobID), "key ledger": projections.KeyTarget(key)} {
+		t.Run(name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
 			ctx := context.Background()
 			b, err := ensureBuckets(ctx, srv.JS, "", 1)

@@ -205,3 +205,33 @@ func TestDeletedJobValuesAreFoldedFromTheirHistory(t *testing.T) {
 	w.caughtUp()
 	requireEqual(t, w.want(), w.contents(""))
 }
+
+// TestDeletedKeyLedgerIsFoldedFromItsHistory: as
+// TestDeletedJobValuesAreFoldedFromTheirHistory, for an attempt key's
+// ledger (key.<key>): the key's next events make the runner fold the
+// key's events from its job's history, not those events alone (a value
+// without the key's creation and earlier sends, claiming the newest
+// sequence).
+func TestDeletedKeyLedgerIsFoldedFromItsHistory(t *testing.T) {
+	w := setup(t)
+	ctx := context.Background()
+	j := projectionstest.NewJob(t, w.ids, "later job", projectionstest.T0.Add(10*time.Minute))
+	j.Send()
+	j.Reply(aggregate.Outcome{Unknown: "timeout"})
+	w.append([][]events.Event{j.Log})
+	n := len(j.Log)
+	w.runner("r", projector.Config{})
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
+
+	key, _ := j.Key()
+	tg := projections.KeyTarget(key)
+	kv, err := w.srv.JS.KeyValue(ctx, tg.Bucket)
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(ctx, tg.Key))
+	j.Send() // the same key again, answered by a replay
+	j.Reply(aggregate.Outcome{Status: 200, RequestID: "req_later", Replayed: true, Result: projectionstest.Result("req_later", 1), Pages: 1})
+	w.append([][]events.Event{j.Log[n:]})
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
+}
