@@ -125,10 +125,13 @@ func Group(recs []Record) (targets []Target, byTarget map[Target][]Record) {
 // before it, unless the batch was applied before: the values of a job
 // (its status, observation, job ledger and key ledgers) when the batch
 // holds the job's JobScheduled, which comes before every other event of
-// the job. A runner may write them without reading them first, with a
-// compare-and-set on "no value yet" that fails only for a batch applied
-// again (or a value deleted since), and then reads them. Day ledgers,
-// which many jobs share, are never in it.
+// the job; and a job ledger or key ledger whose first event in the batch
+// is the one its value begins with (the job's AttemptCreated, which makes
+// the job's first key; a KeyRotated for the key it makes). A runner may
+// write them without reading them first, with a compare-and-set on "no
+// value yet" that fails only for a batch applied again (or a value
+// deleted since), and then reads them. Day ledgers, which many jobs
+// share, are never in it.
 func Unborn(targets []Target, byTarget map[Target][]Record) map[Target]bool {
 	born := map[string]bool{}
 	for _, t := range targets {
@@ -143,19 +146,29 @@ func Unborn(targets []Target, byTarget map[Target][]Record) map[Target]bool {
 		}
 	}
 	out := make(map[Target]bool, len(born)*4)
-	if len(born) == 0 {
-		return out
-	}
 	for _, t := range targets {
 		recs := byTarget[t]
 		if len(recs) == 0 || strings.HasPrefix(t.Key, LedgerDayPrefix) && t.Bucket == LedgerBucket {
 			continue
 		}
-		if born[recs[0].Event.JobID] {
+		if born[recs[0].Event.JobID] || begins(t, recs[0].Event) {
 			out[t] = true
 		}
 	}
 	return out
+}
+
+// begins reports whether e is the first event of t's value: the
+// AttemptCreated of the job's first key begins the job ledger and that
+// key's ledger, a KeyRotated the ledger of the key it makes.
+func begins(t Target, e events.Event) bool {
+	switch d := e.Data.(type) {
+	case events.AttemptCreated:
+		return t == JobTarget(e.JobID) || t == KeyTarget(d.Key)
+	case events.KeyRotated:
+		return t == KeyTarget(d.NewKey)
+	}
+	return false
 }
 
 // Build folds a whole log, in memory, into the value of every target: what

@@ -202,7 +202,9 @@ func TestTargets(t *testing.T) {
 
 // TestUnbornValuesDoNotExistBefore: whichever way the log is cut into
 // batches, a value Unborn names for a batch has no value in the fold of
-// the log before it, and the values of the jobs a batch begins are named.
+// the log before it; the values of the jobs a batch begins are named, and
+// so are the job and key ledgers it begins (a batch that starts after a
+// job's JobScheduled, or with a KeyRotated, need not read them).
 func TestUnbornValuesDoNotExistBefore(t *testing.T) {
 	s := setup(t)
 	named := 0
@@ -218,8 +220,14 @@ func TestUnbornValuesDoNotExistBefore(t *testing.T) {
 				require.False(t, strings.HasPrefix(tg.Key, projections.LedgerDayPrefix), "a day ledger is shared")
 			}
 			for _, r := range batch {
-				if _, ok := r.Event.Data.(events.JobScheduled); ok {
+				switch d := r.Event.Data.(type) {
+				case events.JobScheduled:
 					require.True(t, unborn[projections.StatusTarget(r.Event.JobID)], "the status of a job the batch begins")
+				case events.AttemptCreated:
+					require.True(t, unborn[projections.JobTarget(r.Event.JobID)], "the job ledger its first key begins")
+					require.True(t, unborn[projections.KeyTarget(d.Key)], "the ledger of the key it makes")
+				case events.KeyRotated:
+					require.True(t, unborn[projections.KeyTarget(d.NewKey)], "the ledger of the key it makes")
 				}
 			}
 			named += len(unborn)

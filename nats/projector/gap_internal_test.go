@@ -2,19 +2,14 @@ package projector
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/projections"
-	pt "github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
 // delivery is a message as the runner's consumer hands it over.
@@ -67,58 +62,4 @@ func TestAuditReloadReadShort(t *testing.T) {
 	require.NoError(t, err)
 	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 5, 9)
 	require.ErrorContains(t, err, "ended at sequence 3, before 5")
-}
-
-// TestRefoldRefusesAShortHistory: a job's status, job ledger or key
-// ledger deleted (nats kv del) is folded from the job's history, read with direct gets,
-// which a replica behind the leader may answer. A history that does not
-// reach the batch's own events of the value fails the batch (it comes
-// again) instead of writing the value without them; once the history is
-// whole, the value is the fold of the log.
-func TestRefoldRefusesAShortHistory(t *testing.T) {
-	j := pt.NewJob(t, pt.IDsFrom(1), "q", pt.T0)
-	j.Send()
-	j.Reply(aggregate.Outcome{Status: 200, RequestID: "req", Result: pt.Result("req", 1), Pages: 1})
-	recs := pt.Interleave([][]events.Event{j.Log})
-	last := recs[len(recs)-1] // the ObservationStored
-	jobID := j.Log[0].JobID
-	want, err := projections.New(projections.Config{}).Build(recs)
-	require.NoError(t, err)
-	upTo := func(stop uint64) func(context.Context, string, uint64) ([]projections.Record, error) {
-		return func(_ context.Context, _ string, upTo uint64) ([]projections.Record, error) {
-			var out []projections.Record
-			for _, r := range recs {
-				if r.Seq <= min(upTo, stop) {
-					out = append(out, r)
-				}
-			}
-			return out, nil
-		}
-	}
-	key, _ := j.Key()
-	for name, tg := range map[string]projections.Target{"status": projections.StatusTarget(jobID),
-		"job ledger": projections.JobTarget(jobID), "key ledger": projections.KeyTarget(key)} {
-		t.Run(name, func(t *testing.T) {
-			srv := natstest.RunServer(t)
-			ctx := context.Background()
-			b, err := ensureBuckets(ctx, srv.JS, "", 1)
-			require.NoError(t, err)
-			app := &applier{js: srv.JS, proj: projections.New(projections.Config{}), b: b, cache: newCache(100)}
-			require.NoError(t, app.apply(ctx, recs[:len(recs)-1], nil))
-			require.NoError(t, b.kv[tg.Bucket].Delete(ctx, tg.Key))
-			app.cache.clear()
-
-			app.history = upTo(last.Seq - 1) // a replica one event behind
-			err = app.apply(ctx, recs[len(recs)-1:], nil)
-			require.ErrorContains(t, err, fmt.Sprintf("before %d", last.Seq))
-			_, err = b.kv[tg.Bucket].Get(ctx, tg.Key)
-			require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "nothing written from part of the history")
-
-			app.history = upTo(last.Seq)
-			require.NoError(t, app.apply(ctx, recs[len(recs)-1:], nil))
-			e, err := b.kv[tg.Bucket].Get(ctx, tg.Key)
-			require.NoError(t, err)
-			require.Equal(t, string(want[tg]), string(e.Value()))
-		})
-	}
 }
