@@ -31,14 +31,11 @@ type Lag struct {
 	Age       time.Duration `json:"age"`
 	Behind    time.Duration `json:"behind"`
 	// Holder is the runner holding the lease, if any; Paused is set while
-	// a rebuild asks runners to stand still.
+	// a rebuild's pause holds the runners still: by their rule, until the
+	// pause's revision is a lease TTL old (see pauseLive).
 	Holder string `json:"holder,omitempty"`
 	Paused bool   `json:"paused"`
 }
-
-// pauseStale is how long a rebuild's pause may go unrenewed before the
-// lag no longer reports the projections as paused.
-const pauseStale = time.Minute
 
 // Lag measures the projections' lag now.
 func (r *Runner) Lag(ctx context.Context) (Lag, error) {
@@ -49,8 +46,8 @@ func (r *Runner) Lag(ctx context.Context) (Lag, error) {
 // the server: the consumer's acknowledgement floor against the stream.
 // Age is by the server's clock (the time it gathered the consumer's
 // information), so a reader whose clock is off does not see the
-// projections older or younger than they are; now is used when the
-// server does not say, and for a rebuild's pause.
+// projections older or younger than they are (a rebuild's pause too);
+// now is used when the server does not say.
 func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now time.Time) (Lag, error) {
 	if stream == "" {
 		stream = snats.EventStream
@@ -98,14 +95,34 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 			}
 		}
 		if e, err := ctl.Get(ctx, pauseKey); err == nil {
-			// A rebuild renews its pause every few seconds; one not
-			// renewed for a minute died holding it, and runners no
-			// longer stand still for it.
-			var v leaseValue
-			lag.Paused = json.Unmarshal(e.Value(), &v) != nil || now.Sub(v.Renewed) < pauseStale
+			lag.Paused = pauseLive(e, serverTime(ci, now))
 		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return lag, err
 	}
 	return lag, nil
+}
+
+// pauseLive reports whether runners stand still for a rebuild's pause
+// read once. They do until its revision has not moved for a lease TTL
+// (lease.live); one read cannot see a revision move, so the TTL is counted
+// from when the server stored the revision, by the server's clock (never
+// the rebuild's clock against the reader's). The TTL is the rebuild's,
+// which must be the runners'; the default for a value that does not say.
+func pauseLive(e jetstream.KeyValueEntry, serverNow time.Time) bool {
+	ttl := defaultLeaseTTL
+	var v leaseValue
+	if json.Unmarshal(e.Value(), &v) == nil && v.TTL > 0 {
+		ttl = v.TTL.D()
+	}
+	return serverNow.Sub(e.Created()) < ttl
+}
+
+// serverTime is the server's clock when it gathered the consumer's
+// information, now when it does not say.
+func serverTime(ci *jetstream.ConsumerInfo, now time.Time) time.Time {
+	if ci.TimeStamp.IsZero() {
+		return now
+	}
+	return ci.TimeStamp
 }

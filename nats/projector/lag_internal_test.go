@@ -10,32 +10,57 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
-// TestPauseOfADeadRebuild: the lag reports the projections paused while
-// a rebuild renews its pause, and not once the pause went a minute
-// without renewal (the rebuild died holding it).
+// TestPauseOfADeadRebuild: the lag reports the projections paused as the
+// runners judge a rebuild's pause: until its revision has stood still for
+// a lease TTL (the rebuild's, which must be the runners'), counted by the
+// server's clock from when it stored the revision. The rebuild's own clock
+// says nothing: a pause renewed just now by a rebuild whose clock is an
+// hour behind holds the runners, and a pause no longer renewed stops
+// holding them, and being reported, after a TTL, not a minute.
 func TestPauseOfADeadRebuild(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
-	r, err := New(ctx, srv.JS, Config{Name: "t"})
+	const ttl = 50 * time.Millisecond
+	r, err := New(ctx, srv.JS, Config{Name: "t", LeaseTTL: ttl})
 	require.NoError(t, err)
-	now := time.Now()
-	for _, tt := range []struct {
-		renewed time.Time
-		paused  bool
-	}{{now.Add(-5 * time.Second), true}, {now.Add(-2 * time.Minute), false}} {
-		v, _ := json.Marshal(leaseValue{Holder: "rebuild", Renewed: tt.renewed})
-		_, err := r.ctl.Put(ctx, pauseKey, v)
-		require.NoError(t, err)
-		lag, err := ReadLag(ctx, srv.JS, "", now)
-		require.NoError(t, err)
-		require.Equal(t, tt.paused, lag.Paused, "renewed %s ago", now.Sub(tt.renewed))
-	}
+
+	v, _ := json.Marshal(leaseValue{Holder: "rebuild", What: "rebuild", Renewed: time.Now().Add(-time.Hour), TTL: events.Duration(time.Hour)})
+	_, err = r.ctl.Put(ctx, pauseKey, v)
+	require.NoError(t, err)
+	held, err := r.pause.live(ctx)
+	require.NoError(t, err)
+	require.True(t, held, "the runners stand still")
+	lag, err := ReadLag(ctx, srv.JS, "", time.Now())
+	require.NoError(t, err)
+	require.True(t, lag.Paused, "renewed just now, by a clock an hour behind")
+
+	// A rebuild with the runners' TTL takes the pause and dies.
+	rebuild := newLease(r.ctl, pauseKey, "rebuild", "rebuild", ttl)
+	require.NoError(t, r.ctl.Delete(ctx, pauseKey))
+	ok, err := rebuild.acquire(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		held, err := r.pause.live(ctx)
+		if err != nil {
+			return err
+		}
+		lag, err := ReadLag(ctx, srv.JS, "", time.Now())
+		if err != nil {
+			return err
+		}
+		if held || lag.Paused {
+			return fmt.Errorf("runners held %v, lag paused %v", held, lag.Paused)
+		}
+		return nil
+	})
 }
 
 // TestLagBehindWhenNothingIsApplied: a log no runner has applied any of

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/serpent-engine/serpent/events"
 )
 
 // lease is a claim on one key of the control bucket, kept alive by
@@ -36,12 +38,14 @@ type lease struct {
 	seenAt  time.Time // when it first saw that revision
 }
 
-// leaseValue is what the key holds: who, for what, since when.
+// leaseValue is what the key holds: who, for what, since when, and the
+// holder's TTL (ReadLag judges a pause by it).
 type leaseValue struct {
-	Holder  string    `json:"holder"`
-	What    string    `json:"what"`
-	Since   time.Time `json:"since"`
-	Renewed time.Time `json:"renewed"`
+	Holder  string          `json:"holder"`
+	What    string          `json:"what"`
+	Since   time.Time       `json:"since"`
+	Renewed time.Time       `json:"renewed"`
+	TTL     events.Duration `json:"ttl,omitempty"`
 }
 
 func newLease(kv jetstream.KeyValue, key, holder, what string, ttl time.Duration) *lease {
@@ -72,7 +76,8 @@ func (l *lease) renewDue() bool {
 }
 
 func (l *lease) value() []byte {
-	b, _ := json.Marshal(leaseValue{Holder: l.holder, What: l.what, Since: l.since.UTC(), Renewed: time.Now().UTC()})
+	b, _ := json.Marshal(leaseValue{Holder: l.holder, What: l.what, Since: l.since.UTC(), Renewed: time.Now().UTC(),
+		TTL: events.Duration(l.ttl)})
 	return b
 }
 

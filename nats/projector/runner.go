@@ -22,6 +22,9 @@ import (
 // otherwise.
 const DefaultBatch = 8000
 
+// defaultLeaseTTL is the runners' lease TTL unless told otherwise.
+const defaultLeaseTTL = 10 * time.Second
+
 // Config configures a Runner. The zero value fits SERP_EVENTS.
 type Config struct {
 	// Stream and Filter are the log; defaults SERP_EVENTS and
@@ -83,7 +86,7 @@ func (c Config) withDefaults() Config {
 		c.Batch = DefaultBatch
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 10 * time.Second
+		c.LeaseTTL = defaultLeaseTTL
 	}
 	if c.Name == "" {
 		host, _ := os.Hostname()
