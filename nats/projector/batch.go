@@ -9,7 +9,6 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -38,6 +37,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		at      time.Time
 		next    = r.next
 		gaps    int
+		prefix  = r.cfg.subjectPrefix()
 	)
 	for _, m := range msgs {
 		meta, err := m.Metadata()
@@ -63,7 +63,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 				return fmt.Errorf("projector: filling the gap %d..%d read %d of its %d events; trying again", next, seq-1, len(missing), seq-next)
 			}
 			for _, mm := range missing {
-				rec, err := decodeEvent(snats.EventSubjectPrefix, mm, false)
+				rec, err := decodeEvent(prefix, mm, false)
 				if err != nil {
 					return err
 				}
@@ -71,7 +71,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			gaps += len(missing)
 		}
-		rec, err := decodeEvent(snats.EventSubjectPrefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		rec, err := decodeEvent(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
 		if err != nil {
 			return err
 		}

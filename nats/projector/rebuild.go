@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -117,6 +116,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 		return rep, err
 	}
 	app := &applier{js: js, proj: projections.New(o.Projection), b: staging, cache: newCache(50000), fresh: true}
+	prefix := Config{Filter: o.Filter}.subjectPrefix()
 	fold := func(from uint64) error {
 		to, err := lastSeq(ctx, js, o.Stream)
 		if err != nil {
@@ -126,7 +126,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 		_, err = ReadStream(ctx, js, o.Stream, o.Filter, from, to, o.Batch, func(msgs []Message) error {
 			recs := make([]projections.Record, 0, len(msgs))
 			for _, m := range msgs {
-				rec, err := decodeEvent(snats.EventSubjectPrefix, m, false)
+				rec, err := decodeEvent(prefix, m, false)
 				if err != nil {
 					return fmt.Errorf("projector: rebuild stops at an unreadable event: %w", err)
 				}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ const defaultLeaseTTL = 10 * time.Second
 // Config configures a Runner. The zero value fits SERP_EVENTS.
 type Config struct {
 	// Stream and Filter are the log; defaults SERP_EVENTS and
-	// serp.events.>.
+	// serp.events.>. A job's events are on the filter's subject up to its
+	// last token followed by the job id (serp.events.<job_id>).
 	Stream string
 	Filter string
 	// Replicas of the buckets the runner creates; 0 means 1.
@@ -184,15 +186,23 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	return r, nil
 }
 
+// subjectPrefix is what a job's subject starts with in the log the
+// runner reads: its filter up to the last token (serp.events. for
+// serp.events.>).
+func (c Config) subjectPrefix() string {
+	return c.Filter[:strings.LastIndexByte(c.Filter, '.')+1]
+}
+
 // history reads a job's events, from the first up to upTo.
 func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]projections.Record, error) {
-	msgs, err := readRange(ctx, r.js, r.cfg.Stream, snats.EventSubjectPrefix+jobID, 1, upTo)
+	prefix := r.cfg.subjectPrefix()
+	msgs, err := readRange(ctx, r.js, r.cfg.Stream, prefix+jobID, 1, upTo)
 	if err != nil {
 		return nil, err
 	}
 	recs := make([]projections.Record, 0, len(msgs))
 	for _, m := range msgs {
-		rec, err := decodeEvent(snats.EventSubjectPrefix, m, false)
+		rec, err := decodeEvent(prefix, m, false)
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +280,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // consumerGone reports whether the runner's durable consumer no longer
 // exists (a failed look-up for another reason is not taken for that).
 func (r *Runner) consumerGone(ctx context.Context) bool {
-	_, err := r.js.Consumer(ctx, snats.EventStream, Consumer)
+	_, err := r.js.Consumer(ctx, r.cfg.Stream, Consumer)
 	return errors.Is(err, jetstream.ErrConsumerNotFound)
 }
 
