@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/projections"
@@ -164,5 +165,50 @@ func TestDecodeRefusesNullData(t *testing.T) {
 		require.Equal(t, werr.Error(), gerr.Error())
 		_, lerr := projections.DecodeLight(b)
 		require.Error(t, lerr, typ)
+	}
+}
+
+// TestDecodeRoundTripsOddValues: every payload type, written by
+// events.Encode with values the corpus does not hold (escapes, line
+// separators, emoji, invalid UTF-8, a zone that is not UTC, negative and
+// huge numbers, empty and nil lists, results that are not objects), reads
+// back through Decode and DecodeLight as through events.Decode.
+func TestDecodeRoundTripsOddValues(t *testing.T) {
+	odd := "a<b>&c \u2028 \u2029 é 😀 \x7f \"q\" \\ / \t\n\x01 \xff\xfe"
+	at := time.Date(2026, 12, 31, 23, 59, 59, 123456789, time.FixedZone("x", 5*3600+30*60))
+	payloads := []events.Payload{
+		events.JobScheduled{Slot: at, Search: events.SearchContext{Query: odd, Country: "US", Language: "en", Device: "mobile", Limit: -1},
+			Body: `{"query":"` + odd + `"}`, BodySHA256: "ab", Policy: events.RetryPolicy{BaseDelay: events.Duration(-time.Second),
+				MaxDelay: events.Duration(1 << 62), MinDelay: 1, RetryAfterMax: events.Duration(90 * time.Minute), ReplayWindow: 1, SafetyMargin: 2, Lease: 3, MaxKeys: -9, MaxAge: 4},
+			NotBefore: at, Account: odd, Priority: "p", Source: odd},
+		events.AttemptCreated{Attempt: 1 << 40, Key: odd, BodySHA256: odd},
+		events.Sent{Key: "k", Attempt: -1, Try: 0, Worker: odd, LeaseUntil: at, Deadline: time.Time{}},
+		events.OutcomeClassified{Key: "k", Try: 1, Status: 599, Code: odd, Unknown: odd, RequestID: odd, Replayed: true,
+			RetryAfter: events.Duration(1500 * time.Millisecond), Class: "c", Action: "a", Attempt: 2, Sends: 3, NextRunAt: at},
+		events.KeyRotated{OldKey: "o", NewKey: "n", Attempt: 2, BodySHA256: "h", Reason: odd, NextRunAt: at},
+		events.DeadlineReached{Key: "k", Deadline: at, Reason: odd},
+		events.Reconciled{Keys: []string{}, RequestIDs: []string{odd, ""}, Entries: []events.LedgerEntry{{RequestID: odd, Key: "k", Pages: 1, BilledPages: 2, AmountMicros: -1 << 62, At: at}, {}},
+			Charges: 2, Verdict: "charged", Action: "x"},
+		events.Reconciled{Keys: nil, Entries: []events.LedgerEntry{}, Verdict: "not_charged"},
+		events.ObservationStored{Key: "k", RequestID: "r", Replayed: true, Pages: 0, Result: []byte(`{"a":"<b>\u00e9\ud83d\ude00","n":[1.5e300,-0,true,null,{}],"s":"` + "\u2028" + `"}`)},
+		events.ObservationStored{Key: "k", Result: []byte(`"just a string"`)},
+		events.ObservationStored{Key: "k", Result: []byte(`12`)},
+		events.JobFailed{Reason: odd, Key: "k", Status: 401, Code: "c", Message: odd, RequestID: "r"},
+		events.JobFailed{Reason: "r"},
+		events.JobCancelled{By: odd, Reason: odd, Unresolved: "k"},
+		events.RepurchaseAuthorized{By: odd, Reason: odd},
+	}
+	for i, p := range payloads {
+		e := events.Event{ID: "01M8VGW5R00000000000000002", JobID: "3f1c9a7e5b2d4c6e8a0b1c2d3e4f5a6b", Version: uint64(i + 1), Time: at, Data: p}
+		b, err := events.Encode(e)
+		require.NoError(t, err)
+		want, err := events.Decode(b)
+		require.NoError(t, err, "%s", b)
+		got, err := projections.Decode(b)
+		require.NoError(t, err, "%s", b)
+		require.Equal(t, want, got, "%s", b)
+		light, err := projections.DecodeLight(b)
+		require.NoError(t, err, "%s", b)
+		require.Equal(t, withoutResult(want), light, "%s", b)
 	}
 }

@@ -20,9 +20,10 @@ type foldSetup struct {
 	built map[projections.Target][]byte
 }
 
-func setup(t *testing.T) *foldSetup {
+func setup(t *testing.T) *foldSetup { return setupLog(t, sampleLog(t)) }
+
+func setupLog(t *testing.T, jobs [][]events.Event) *foldSetup {
 	t.Helper()
-	jobs := sampleLog(t)
 	for _, j := range jobs {
 		require.Empty(t, aggregate.Verify(j))
 	}
@@ -31,6 +32,16 @@ func setup(t *testing.T) *foldSetup {
 	built, err := p.Build(recs)
 	require.NoError(t, err)
 	return &foldSetup{jobs: jobs, recs: recs, p: p, built: built}
+}
+
+// eachLog runs a test on the sample log and on the unusual one.
+func eachLog(t *testing.T, test func(t *testing.T, s *foldSetup)) {
+	for _, l := range []struct {
+		name string
+		jobs func(*testing.T) [][]events.Event
+	}{{"sample", func(t *testing.T) [][]events.Event { return sampleLog(t) }}, {"unusual", unusualLog}} {
+		t.Run(l.name, func(t *testing.T) { test(t, setupLog(t, l.jobs(t))) })
+	}
 }
 
 func decodeAs[T any](t *testing.T, b []byte) T {
@@ -142,9 +153,11 @@ func TestLedgerValues(t *testing.T) {
 
 // TestFoldIsIdempotent: a record applied again, alone or within a batch
 // that goes on past it, changes nothing; applying a batch at once or one
-// record at a time gives the same bytes.
-func TestFoldIsIdempotent(t *testing.T) {
-	s := setup(t)
+// record at a time gives the same bytes, on the sample log and on one
+// with deadlines, a reconciliation, a 429 and a cancellation.
+func TestFoldIsIdempotent(t *testing.T) { eachLog(t, foldIsIdempotent) }
+
+func foldIsIdempotent(t *testing.T, s *foldSetup) {
 	targets, byTarget := projections.Group(s.recs)
 	for _, tg := range targets {
 		recs := byTarget[tg]
@@ -205,8 +218,9 @@ func TestTargets(t *testing.T) {
 // the log before it; the values of the jobs a batch begins are named, and
 // so are the job and key ledgers it begins (a batch that starts after a
 // job's JobScheduled, or with a KeyRotated, need not read them).
-func TestUnbornValuesDoNotExistBefore(t *testing.T) {
-	s := setup(t)
+func TestUnbornValuesDoNotExistBefore(t *testing.T) { eachLog(t, unbornValuesDoNotExistBefore) }
+
+func unbornValuesDoNotExistBefore(t *testing.T, s *foldSetup) {
 	named := 0
 	for from := 0; from < len(s.recs); from++ {
 		before, err := s.p.Build(s.recs[:from])
