@@ -20,6 +20,7 @@ import (
 
 // AuditOptions configure AuditLog.
 type AuditOptions struct {
+	// Stream and Filter are the log, as for Config.
 	Stream string
 	Filter string
 	Audit  audit.Options
@@ -45,6 +46,9 @@ func (o AuditOptions) withDefaults() AuditOptions {
 	}
 	return o
 }
+
+// prefix is what a job's subject starts with in the log.
+func (o AuditOptions) prefix() string { return Config{Filter: o.Filter}.subjectPrefix() }
 
 // AuditLog reads every event of SERP_EVENTS up to its last sequence when
 // called, folds every job and checks it (audit.CheckJob). It returns the
@@ -74,7 +78,7 @@ func AuditLog(ctx context.Context, js jetstream.JetStream, o AuditOptions) (*aud
 		return err
 	}
 	reload := func(jobID string, through uint64) ([]events.Event, error) {
-		return loadJob(ctx, js, o.Stream, snats.EventSubjectPrefix+jobID, through, last)
+		return loadJob(ctx, js, o.Stream, o.prefix(), jobID, through, last)
 	}
 	return auditMessages(ctx, source, reload, o)
 }
@@ -94,7 +98,7 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 	reload := func(jobID string, _ uint64) ([]events.Event, error) {
 		var h []events.Event
 		for _, m := range msgs {
-			if rec, err := decodeEvent(snats.EventSubjectPrefix, m, true); err == nil && rec.Event.JobID == jobID {
+			if rec, err := decodeEvent(o.prefix(), m, true); err == nil && rec.Event.JobID == jobID {
 				h = append(h, rec.Event)
 			}
 		}
@@ -108,7 +112,8 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 // through, the job's last event the audit saw: direct gets may be answered
 // by a replica behind the leader, and a history read short would be
 // checked as if it were whole.
-func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string, through, last uint64) ([]events.Event, error) {
+func loadJob(ctx context.Context, js jetstream.JetStream, stream, prefix, jobID string, through, last uint64) ([]events.Event, error) {
+	subject := prefix + jobID
 	var out []events.Event
 	reached := uint64(0)
 	for seq := uint64(1); seq <= last; {
@@ -130,7 +135,7 @@ func loadJob(ctx context.Context, js jetstream.JetStream, stream, subject string
 			}
 			reached = m.Sequence
 			got++
-			rec, err := decodeEvent(snats.EventSubjectPrefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
+			rec, err := decodeEvent(prefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
 			if err == nil {
 				out = append(out, rec.Event)
 			}
@@ -175,7 +180,7 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 		go func() {
 			defer decoders.Done()
 			for c := range in {
-				c.out <- decodeChunk(c.msgs)
+				c.out <- decodeChunk(o.prefix(), c.msgs)
 			}
 		}()
 	}
@@ -263,17 +268,17 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 
 // decodeChunk decodes messages; those that are not readable events of
 // their subject's job are returned apart.
-func decodeChunk(msgs []Message) decoded {
+func decodeChunk(prefix string, msgs []Message) decoded {
 	d := decoded{recs: make([]projections.Record, 0, len(msgs))}
 	for _, m := range msgs {
-		rec, err := decodeEvent(snats.EventSubjectPrefix, m, true)
+		rec, err := decodeEvent(prefix, m, true)
 		if err == nil {
 			d.recs = append(d.recs, rec)
 			continue
 		}
 		var ce *store.CorruptError
 		if !errors.As(err, &ce) {
-			ce = &store.CorruptError{JobID: strings.TrimPrefix(m.Subject, snats.EventSubjectPrefix), Seq: m.Seq, Err: err}
+			ce = &store.CorruptError{JobID: strings.TrimPrefix(m.Subject, prefix), Seq: m.Seq, Err: err}
 		}
 		var de *events.DecodeError
 		if ce.JobID == "" && errors.As(err, &de) {

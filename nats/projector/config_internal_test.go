@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections"
@@ -21,7 +22,8 @@ import (
 // its job's history on that stream, and looks its consumer up on that
 // stream (it took the events for corrupt, read histories from
 // serp.events.<job_id>, and took a deleted consumer for a failed look-up
-// on SERP_EVENTS); a rebuild told the same reads the same events.
+// on SERP_EVENTS); a rebuild and an audit told the same read the same
+// events.
 func TestRunnerReadsItsConfiguredLog(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
@@ -84,6 +86,11 @@ func TestRunnerReadsItsConfiguredLog(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, len(recs), rep.Events)
 	require.Zero(t, rep.Written+rep.Deleted, "the rebuild agrees with the runner")
+	a, err := AuditLog(ctx, srv.JS, AuditOptions{Stream: stream, Filter: prefix + ">", Audit: audit.Options{Now: pt.T0.Add(26 * time.Hour)}})
+	require.NoError(t, err)
+	report := a.Report()
+	require.Empty(t, report.Violations)
+	require.EqualValues(t, len(recs), report.Events)
 
 	require.False(t, r.consumerGone(ctx))
 	require.NoError(t, srv.JS.DeleteConsumer(ctx, stream, Consumer))

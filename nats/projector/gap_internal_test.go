@@ -58,8 +58,8 @@ func TestAuditReloadReadShort(t *testing.T) {
 		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
 		require.NoError(t, err)
 	}
-	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 3, 3)
+	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 3, 3)
 	require.NoError(t, err)
-	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 5, 9)
+	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 5, 9)
 	require.ErrorContains(t, err, "ended at sequence 3, before 5")
 }
