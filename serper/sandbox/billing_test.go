@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -90,4 +91,121 @@ func TestStatsEndpoint(t *testing.T) {
 	require.Equal(t, float64(1), m["charges"])
 	require.Equal(t, float64(1), m["maxChargesPerBody"])
 	require.Equal(t, []any{}, m["bodiesChargedTwice"])
+}
+
+// TestBillingLate walks a key hit by BillingLate through its delay on the
+// fake clock: the ledger is empty and resends get 503 billing_unavailable
+// until BillingDelay after the search ended; then the charge is in the
+// ledger, dated then, and resends replay the 200.
+func TestBillingLate(t *testing.T) {
+	e := setup(t, sandbox.Config{Faults: sandbox.Faults{BillingLate: 1}})
+	start := e.clock.Now()
+	key := uuid.NewString()
+	first := e.search(key, espresso)
+	require.NoError(t, first.err)
+	require.Equal(t, http.StatusServiceUnavailable, first.status, "%s", first.body)
+	require.Equal(t, "billing_unavailable", first.errorField(t, "code"))
+	id := first.header.Get("X-Request-Id")
+	require.Equal(t, id, first.errorField(t, "requestId"))
+	e.srv.SetFaults(sandbox.Faults{})
+
+	unsettled := func(resends int) {
+		t.Helper()
+		require.Empty(t, e.ledger("idempotencyKey="+key), "the charge is not in the ledger yet")
+		require.Empty(t, e.ledger("requestId="+id))
+		r := e.search(key, espresso)
+		require.NoError(t, r.err)
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+		require.Equal(t, "billing_unavailable", r.errorField(t, "code"))
+		require.Equal(t, id, r.errorField(t, "requestId"), "the execution's request id")
+		require.Empty(t, r.header.Get("Idempotent-Replayed"), "the 503 is not the cached response")
+		st := e.srv.Stats()
+		require.Zero(t, st.Charges)
+		require.Equal(t, 1, st.Executions, "never a second execution of the key")
+		require.Equal(t, resends, st.BillingUnsettled)
+		require.Zero(t, st.Replays)
+	}
+	unsettled(1)
+	e.clock.Advance(sandbox.DefaultBillingDelay - time.Nanosecond)
+	unsettled(2)
+
+	e.clock.Advance(time.Nanosecond)
+	entries := e.ledger("idempotencyKey=" + key)
+	require.Len(t, entries, 1)
+	require.Equal(t, id, entries[0].RequestID)
+	require.Equal(t, 1, entries[0].Pages)
+	require.Equal(t, start.Add(sandbox.DefaultBillingDelay), entries[0].At, "dated when it fell due")
+	require.Equal(t, entries, e.ledger("requestId="+id))
+
+	again := e.search(key, espresso)
+	require.NoError(t, again.err)
+	require.Equal(t, http.StatusOK, again.status, "%s", again.body)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, id, again.json(t)["requestId"])
+	st := e.srv.Stats()
+	require.Equal(t, 1, st.Executions)
+	require.Equal(t, 1, st.Charges)
+	require.Equal(t, 1, st.ChargesPerKey[key])
+	require.Equal(t, 1, st.Replays)
+	require.Equal(t, 2, st.BillingUnsettled)
+	require.Equal(t, 1, st.Faults[sandbox.FaultBillingLate])
+	require.Equal(t, 1, st.Faults[sandbox.FaultBillingUnavailable503], "BillingLate implies the 503")
+}
+
+// TestBillingLatePastTheWindow: a key whose charge is late is not forgotten
+// when its replay window ends first; it answers 503 billing_unavailable until
+// the charge is written, then 409 idempotency_replay_unavailable.
+func TestBillingLatePastTheWindow(t *testing.T) {
+	e := setup(t, sandbox.Config{ReplayWindow: time.Minute, BillingDelay: 5 * time.Minute,
+		Faults: sandbox.Faults{BillingLate: 1, EarlyExpiry: 1}})
+	key := uuid.NewString()
+	first := e.search(key, espresso)
+	require.Equal(t, http.StatusServiceUnavailable, first.status, "%s", first.body)
+	e.srv.SetFaults(sandbox.Faults{})
+
+	e.clock.Advance(2 * time.Minute)
+	r := e.search(key, espresso)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+	require.Equal(t, "billing_unavailable", r.errorField(t, "code"))
+
+	e.clock.Advance(3 * time.Minute)
+	r = e.search(key, espresso)
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	require.Equal(t, "idempotency_replay_unavailable", r.errorField(t, "code"))
+	require.Equal(t, first.header.Get("X-Request-Id"), r.errorField(t, "requestId"))
+	st := e.srv.Stats()
+	require.Equal(t, 1, st.Executions)
+	require.Zero(t, st.Forgotten)
+	require.Equal(t, 1, st.Charges)
+	require.Len(t, e.ledger("idempotencyKey="+key), 1)
+}
+
+// TestBillingLateFreePagesInDueOrder: a late charge takes the free pages
+// left when it falls due, before a search that ends after that.
+func TestBillingLateFreePagesInDueOrder(t *testing.T) {
+	e := setup(t, sandbox.Config{FreePages: 1, BillingDelay: time.Minute, Faults: sandbox.Faults{BillingLate: 1}})
+	late, prompt := uuid.NewString(), uuid.NewString()
+	require.Equal(t, http.StatusServiceUnavailable, e.search(late, espresso).status)
+	e.srv.SetFaults(sandbox.Faults{})
+	e.clock.Advance(time.Minute)
+	require.Equal(t, http.StatusOK, e.search(prompt, `{"query":"milk jug"}`).status)
+	entries := e.ledger("idempotencyKey=" + late + "," + prompt)
+	require.Len(t, entries, 2)
+	require.Equal(t, []string{late, prompt}, []string{entries[0].IdempotencyKey, entries[1].IdempotencyKey})
+	require.Equal(t, []int{1, 0}, []int{entries[0].FreePages, entries[1].FreePages})
+}
+
+// TestBillingLateOnlyChargedSearches: a search with nothing to bill has no
+// charge to be late; BillingLate leaves it alone.
+func TestBillingLateOnlyChargedSearches(t *testing.T) {
+	e := setup(t, sandbox.Config{Faults: sandbox.Faults{BillingLate: 1}})
+	key := uuid.NewString()
+	require.Equal(t, http.StatusOK, e.search(key, `{"query":"zero-results: grinder"}`).status)
+	r := e.search(key, `{"query":"zero-results: grinder"}`)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	st := e.srv.Stats()
+	require.Zero(t, st.Faults[sandbox.FaultBillingLate])
+	require.Zero(t, st.Faults[sandbox.FaultBillingUnavailable503])
+	require.Zero(t, st.BillingUnsettled)
 }

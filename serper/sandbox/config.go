@@ -16,6 +16,7 @@ const (
 	DefaultReplayWindow   = 15 * time.Minute
 	DefaultSlowSearchTime = 110 * time.Second
 	DefaultRetryAfter     = time.Second
+	DefaultBillingDelay   = 30 * time.Second
 	DefaultPriceMicros    = 1000
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	SlowSearchTime time.Duration `json:"slowSearchTime"`
 	// RetryAfter is the delay a 429 asks for (sent in whole seconds, at least 1).
 	RetryAfter time.Duration `json:"retryAfter"`
+	// BillingDelay is how long after its search ends the charge of a search
+	// hit by the BillingLate fault is written to the ledger. Default 30 s.
+	BillingDelay time.Duration `json:"billingDelay"`
 	// FreePages are the account's free pages, used before any page is paid.
 	FreePages int `json:"freePages"`
 	// PriceMicros is the price of one billed page in micro-dollars.
@@ -66,6 +70,7 @@ type Faults struct {
 	EarlyExpiry           float64 `json:"earlyExpiry,omitempty"`
 	RateLimited429        float64 `json:"rateLimited429,omitempty"`
 	ZeroResults           float64 `json:"zeroResults,omitempty"`
+	BillingLate           float64 `json:"billingLate,omitempty"`
 }
 
 // probabilities lists the faults by kind, for validation and clamping.
@@ -76,6 +81,7 @@ func (f *Faults) probabilities() map[FaultKind]*float64 {
 		FaultSlowSearch: &f.SlowSearch, FaultTimeout408: &f.Timeout408, FaultFailed424: &f.Failed424,
 		FaultUnavailable503: &f.Unavailable503, FaultBillingUnavailable503: &f.BillingUnavailable503,
 		FaultEarlyExpiry: &f.EarlyExpiry, FaultRateLimited429: &f.RateLimited429, FaultZeroResults: &f.ZeroResults,
+		FaultBillingLate: &f.BillingLate,
 	}
 }
 
@@ -91,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryAfter == 0 {
 		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.BillingDelay == 0 {
+		c.BillingDelay = DefaultBillingDelay
 	}
 	if c.PriceMicros == 0 {
 		c.PriceMicros = DefaultPriceMicros
@@ -114,7 +123,8 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"replayWindow", c.ReplayWindow}, {"searchTime", c.SearchTime}, {"slowSearchTime", c.SlowSearchTime}, {"retryAfter", c.RetryAfter}} {
+	}{{"replayWindow", c.ReplayWindow}, {"searchTime", c.SearchTime}, {"slowSearchTime", c.SlowSearchTime}, {"retryAfter", c.RetryAfter},
+		{"billingDelay", c.BillingDelay}} {
 		if d.v < 0 {
 			bad("%s %v is negative", d.name, d.v)
 		}
@@ -146,14 +156,15 @@ func (c Config) sanitize() Config {
 	}
 	c.ReplayWindow, c.SearchTime = max(c.ReplayWindow, 0), max(c.SearchTime, 0)
 	c.SlowSearchTime, c.RetryAfter = max(c.SlowSearchTime, 0), max(c.RetryAfter, 0)
+	c.BillingDelay = max(c.BillingDelay, 0)
 	c.FreePages, c.PriceMicros = max(c.FreePages, 0), max(c.PriceMicros, 0)
 	return c
 }
 
 // String prints c without the token, which may be a real one.
 func (c Config) String() string {
-	return fmt.Sprintf("sandbox.Config{Token: %s, Seed: %d, ReplayWindow: %v, SearchTime: %v, SlowSearchTime: %v, RetryAfter: %v, FreePages: %d, PriceMicros: %d, Faults: %+v}",
-		tokenHint(c.Token), c.Seed, c.ReplayWindow, c.SearchTime, c.SlowSearchTime, c.RetryAfter, c.FreePages, c.PriceMicros, c.Faults)
+	return fmt.Sprintf("sandbox.Config{Token: %s, Seed: %d, ReplayWindow: %v, SearchTime: %v, SlowSearchTime: %v, RetryAfter: %v, BillingDelay: %v, FreePages: %d, PriceMicros: %d, Faults: %+v}",
+		tokenHint(c.Token), c.Seed, c.ReplayWindow, c.SearchTime, c.SlowSearchTime, c.RetryAfter, c.BillingDelay, c.FreePages, c.PriceMicros, c.Faults)
 }
 
 // Format routes every fmt verb through String.
@@ -177,6 +188,7 @@ type configJSON struct {
 	SearchTime     duration `json:"searchTime"`
 	SlowSearchTime duration `json:"slowSearchTime"`
 	RetryAfter     duration `json:"retryAfter"`
+	BillingDelay   duration `json:"billingDelay"`
 	FreePages      int      `json:"freePages"`
 	PriceMicros    int64    `json:"priceMicros"`
 	Faults         Faults   `json:"faults"`
@@ -190,7 +202,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		tok = tokenHint(tok)
 	}
 	return json.Marshal(configJSON{tok, c.Seed, duration(c.ReplayWindow), duration(c.SearchTime),
-		duration(c.SlowSearchTime), duration(c.RetryAfter), c.FreePages, c.PriceMicros, c.Faults})
+		duration(c.SlowSearchTime), duration(c.RetryAfter), duration(c.BillingDelay), c.FreePages, c.PriceMicros, c.Faults})
 }
 
 // UnmarshalJSON reads durations as strings ("15m") or nanoseconds. Fields
@@ -198,13 +210,14 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // Unknown fields are errors: a misspelt fault must not silently mean "off".
 func (c *Config) UnmarshalJSON(data []byte) error {
 	w := configJSON{c.Token, c.Seed, duration(c.ReplayWindow), duration(c.SearchTime), duration(c.SlowSearchTime),
-		duration(c.RetryAfter), c.FreePages, c.PriceMicros, c.Faults}
+		duration(c.RetryAfter), duration(c.BillingDelay), c.FreePages, c.PriceMicros, c.Faults}
 	if err := decodeStrict(data, &w); err != nil {
 		return err
 	}
 	c.Token, c.Seed, c.FreePages, c.PriceMicros, c.Faults = w.Token, w.Seed, w.FreePages, w.PriceMicros, w.Faults
 	c.ReplayWindow, c.SearchTime = time.Duration(w.ReplayWindow), time.Duration(w.SearchTime)
 	c.SlowSearchTime, c.RetryAfter = time.Duration(w.SlowSearchTime), time.Duration(w.RetryAfter)
+	c.BillingDelay = time.Duration(w.BillingDelay)
 	return nil
 }
 

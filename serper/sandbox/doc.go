@@ -26,6 +26,9 @@
 //     with results) then answers 409 idempotency_replay_unavailable with the
 //     original requestId, forever. An unbilled key (a failure, a zero-result
 //     search) is forgotten: the next request with it runs a fresh search.
+//   - A key whose charge is late (the BillingLate fault) answers 503
+//     billing_unavailable with the original requestId, inside the window or
+//     past it, until its ledger entry is written; it is never forgotten.
 //
 // A search runs for SearchTime (SlowSearchTime under the SlowSearch fault),
 // detached from the request: a client that hangs up does not stop it, and it
@@ -39,12 +42,19 @@
 // nothing and have no entry. Queries starting with ZeroResultsPrefix always
 // have zero results.
 //
+// A charge is written when its search ends, except under BillingLate:
+// BillingDelay (default 30 s) later. The ledger then lags the replies, as
+// the real API's may. Late charges are written, dated when they fell due
+// and in that order, by whatever first looks after that moment (a search
+// request, a ledger query, Stats), so they follow a fake clock too.
+//
 // # Faults
 //
-// Each fault has a probability in Faults. Draws come from one math/rand
-// source seeded with Seed, in a fixed order per request, so a seed replays
-// the same fault sequence for the same order of requests; concurrent clients
-// change that order, and so the sequence. What each fault does:
+// Each fault has a probability in Faults. Draws come from a math/rand source
+// seeded with Seed (BillingLate's from a second one), in a fixed order per
+// request, whatever the probabilities, so a seed replays the same fault
+// sequence for the same order of requests; concurrent clients change that
+// order, and so the sequence. What each fault does:
 //
 //   - DropBeforeSearch, GatewayPage502: checked on every search request,
 //     before authentication and the key lookup. The connection is closed
@@ -67,7 +77,7 @@
 //     billing_unavailable carrying the execution's requestId. The 503 is not
 //     the cached response: a same-key resend replays the 200 (and the ledger
 //     shows the single charge), so the original settles without a second
-//     charge.
+//     charge. (Not so under BillingLate, below.)
 //   - DropAfterSearch: the search ran and its response was cached (and
 //     billed, if it had results), then the connection is closed without a
 //     reply. A resend replays the cached response.
@@ -76,10 +86,23 @@
 //     at once (the reply in flight is still sent). The next resend of a
 //     billed key gets idempotency_replay_unavailable; of an unbilled key, a
 //     fresh search.
+//   - BillingLate (searches with results only; it implies
+//     BillingUnavailable503, which it is also counted as): the search ran and
+//     its result is cached, the reply is 503 billing_unavailable, and its
+//     ledger entry is written only BillingDelay after the search ended.
+//     Until then the original is unresolved: the ledger has no entry for the
+//     key or its requestId, and every same-key resend gets 503
+//     billing_unavailable again (counted in Stats.BillingUnsettled), never
+//     the 200. Once the entry is written, resends replay the 200 (or, past
+//     the window or after EarlyExpiry, get idempotency_replay_unavailable).
+//     It is drawn from a source of its own (seeded from Seed), so switching
+//     it on leaves every other fault of a seeded run where it was; its
+//     probability is 0 unless set.
 //
-// The faults after the search (BillingUnavailable503, DropAfterSearch,
-// GatewayPage504) only alter the reply to the request that started the
-// execution; none of them ever causes a second execution of a known key.
+// The faults after the search (BillingUnavailable503, BillingLate,
+// DropAfterSearch, GatewayPage504) only alter the reply to the request that
+// started the execution (and BillingLate the time of its charge); none of
+// them ever causes a second execution of a known key.
 // SetFaults changes the probabilities of a running server, which lets a test
 // walk one key through several faults in turn.
 package sandbox

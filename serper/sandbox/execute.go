@@ -50,6 +50,7 @@ func (s *Server) execute(rec *keyRecord, params searchParams) {
 	defer s.mu.Unlock()
 	s.countFaultIf(rec.plan.slow, FaultSlowSearch)
 	now := s.now()
+	s.settleLocked(now) // late charges due before this one take the free pages first
 	switch rec.plan.failure {
 	case FaultTimeout408:
 		rec.reply = errorReply(http.StatusRequestTimeout, "search_timeout", "the search did not finish in time; nothing was billed", rec.requestID, nil)
@@ -60,7 +61,11 @@ func (s *Server) execute(rec *keyRecord, params searchParams) {
 	default:
 		pages := pagesFor(len(results))
 		rec.reply = successReply(rec.requestID, params, results, pages, now)
-		if pages > 0 {
+		switch {
+		case pages > 0 && rec.plan.billingLate:
+			s.deferLocked(rec, pages, now)
+			s.countFaultIf(true, FaultBillingLate)
+		case pages > 0:
 			s.billLocked(rec, pages, now)
 		}
 	}

@@ -8,7 +8,8 @@ import (
 // FaultKind names a fault in Stats.Faults.
 type FaultKind string
 
-// The faults, in the order they are drawn.
+// The faults, in the order they are drawn (BillingLate last, from a source
+// of its own).
 const (
 	FaultDropBeforeSearch      FaultKind = "drop_before_search"
 	FaultGatewayPage502        FaultKind = "gateway_page_502"
@@ -22,21 +23,30 @@ const (
 	FaultDropAfterSearch       FaultKind = "drop_after_search"
 	FaultGatewayPage504        FaultKind = "gateway_page_504"
 	FaultEarlyExpiry           FaultKind = "early_expiry"
+	FaultBillingLate           FaultKind = "billing_late"
 )
 
 // FaultKinds lists every fault kind in draw order.
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultDropBeforeSearch, FaultGatewayPage502, FaultRateLimited429, FaultSlowSearch,
 		FaultTimeout408, FaultFailed424, FaultUnavailable503, FaultZeroResults,
-		FaultBillingUnavailable503, FaultDropAfterSearch, FaultGatewayPage504, FaultEarlyExpiry}
+		FaultBillingUnavailable503, FaultDropAfterSearch, FaultGatewayPage504, FaultEarlyExpiry, FaultBillingLate}
 }
 
-// dice draws faults from one seeded source. Every draw consumes one number
+// dice draws faults from seeded sources. Every draw consumes one number
 // whatever the probability, so the sequence for a seed does not depend on
-// which faults are switched on. Callers hold the server's lock.
-type dice struct{ rng *rand.Rand }
+// which faults are switched on. BillingLate, added after the others, draws
+// from a source of its own (seeded from the same seed), so the draws of
+// the other faults are what they were before it existed. Callers hold the
+// server's lock.
+type dice struct{ rng, late *rand.Rand }
 
-func newDice(seed int64) dice { return dice{rng: rand.New(rand.NewSource(seed))} }
+// lateSeed sets the BillingLate source apart from the main one.
+const lateSeed = 0x6c617465 // "late"
+
+func newDice(seed int64) dice {
+	return dice{rng: rand.New(rand.NewSource(seed)), late: rand.New(rand.NewSource(seed ^ lateSeed))}
+}
 
 func (d dice) roll(p float64) bool { return d.rng.Float64() < p }
 
@@ -58,6 +68,9 @@ type plan struct {
 	// After the search, to the reply of the request that started it:
 	billing503, dropAfter, gateway504 bool
 	earlyExpiry                       bool
+	// billingLate: the charge is written BillingDelay after the search
+	// ends, and the reply is 503 billing_unavailable (as for billing503).
+	billingLate bool
 }
 
 func (d dice) plan(f Faults) plan {
@@ -76,8 +89,13 @@ func (d dice) plan(f Faults) plan {
 	p.dropAfter = d.roll(f.DropAfterSearch) && !p.billing503
 	p.gateway504 = d.roll(f.GatewayPage504) && !p.billing503 && !p.dropAfter
 	p.earlyExpiry = d.roll(f.EarlyExpiry)
+	p.billingLate = d.late.Float64() < f.BillingLate
 	return p
 }
+
+// billingUnavailable reports whether the reply to the request that started
+// the execution is 503 billing_unavailable, when the search is charged.
+func (p plan) billingUnavailable() bool { return p.billing503 || p.billingLate }
 
 // String lists the faults of the plan, for logs: "none" or "slow_search,drop_after_search".
 func (p plan) String() string {
@@ -87,7 +105,7 @@ func (p plan) String() string {
 		kind FaultKind
 	}{{p.slow, FaultSlowSearch}, {p.failure != "", p.failure}, {p.zero, FaultZeroResults},
 		{p.billing503, FaultBillingUnavailable503}, {p.dropAfter, FaultDropAfterSearch},
-		{p.gateway504, FaultGatewayPage504}, {p.earlyExpiry, FaultEarlyExpiry}} {
+		{p.gateway504, FaultGatewayPage504}, {p.earlyExpiry, FaultEarlyExpiry}, {p.billingLate, FaultBillingLate}} {
 		if f.on {
 			names = append(names, string(f.kind))
 		}

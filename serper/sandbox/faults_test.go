@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ func TestEachFault(t *testing.T) {
 		{fault: sandbox.Faults{Unavailable503: 1}, kind: sandbox.FaultUnavailable503, status: 503, code: "service_unavailable", executed: true, resend: 503, replayed: true},
 		{fault: sandbox.Faults{ZeroResults: 1}, kind: sandbox.FaultZeroResults, status: 200, executed: true, resend: 200, replayed: true},
 		{fault: sandbox.Faults{BillingUnavailable503: 1}, kind: sandbox.FaultBillingUnavailable503, status: 503, code: "billing_unavailable", executed: true, charges: 1, resend: 200, replayed: true},
+		{fault: sandbox.Faults{BillingLate: 1}, kind: sandbox.FaultBillingLate, status: 503, code: "billing_unavailable", executed: true, charges: 0, resend: 503},
 		{fault: sandbox.Faults{DropAfterSearch: 1}, kind: sandbox.FaultDropAfterSearch, executed: true, charges: 1, resend: 200, replayed: true},
 		{fault: sandbox.Faults{GatewayPage504: 1}, kind: sandbox.FaultGatewayPage504, status: 504, html: true, executed: true, charges: 1, resend: 200, replayed: true},
 		{fault: sandbox.Faults{EarlyExpiry: 1}, kind: sandbox.FaultEarlyExpiry, status: 200, executed: true, charges: 1, resend: 409},
@@ -125,4 +127,42 @@ func TestSeedReproducesFaults(t *testing.T) {
 	a, b, c := run(7), run(7), run(8)
 	require.Equal(t, a, b)
 	require.NotEqual(t, a, c)
+}
+
+// TestBillingLateDrawsApart: BillingLate draws from a source of its own, so
+// switching it on changes no other fault of a seeded run: the same requests
+// meet the same faults, except that charged searches it hits answer 503
+// billing_unavailable (with the same request id) instead of their 200.
+func TestBillingLateDrawsApart(t *testing.T) {
+	faults := sandbox.Faults{DropBeforeSearch: 0.1, GatewayPage502: 0.1, RateLimited429: 0.1, Timeout408: 0.1,
+		Failed424: 0.1, Unavailable503: 0.1, ZeroResults: 0.1, EarlyExpiry: 0.1}
+	run := func(late float64) []string {
+		f := faults
+		f.BillingLate = late
+		e := setup(t, sandbox.Config{Seed: 7, Faults: f})
+		var got []string
+		for i := range 60 {
+			r := e.search(fmt.Sprintf("00000000-0000-4000-8000-%012d", i), espresso)
+			if r.err != nil {
+				got = append(got, "dropped")
+				continue
+			}
+			got = append(got, fmt.Sprintf("%d %s", r.status, r.header.Get("X-Request-Id")))
+		}
+		return got
+	}
+	off, on := run(0), run(0.5)
+	var changed, kept int
+	for i := range off {
+		if off[i] == on[i] {
+			kept++
+			continue
+		}
+		changed++
+		id, ok := strings.CutPrefix(off[i], "200 ")
+		require.True(t, ok, "request %d: %q became %q", i, off[i], on[i])
+		require.Equal(t, "503 "+id, on[i], "request %d", i)
+	}
+	require.NotZero(t, changed)
+	require.NotZero(t, kept)
 }

@@ -33,6 +33,34 @@ func (s *Server) billLocked(rec *keyRecord, pages int, now time.Time) {
 	s.stats.charge(e)
 }
 
+// deferLocked schedules rec's charge for BillingDelay after now, the end of
+// its search (the BillingLate fault). Until then the key is unsettled.
+func (s *Server) deferLocked(rec *keyRecord, pages int, now time.Time) {
+	rec.lateAt, rec.latePages = now.Add(s.cfg.BillingDelay), pages
+	s.late = append(s.late, rec)
+}
+
+// settleLocked writes the late charges due by now, in the order they fall
+// due, each dated when it fell due. Everything that shows the ledger or a
+// key's state settles first, so a charge appears at its time as a timer
+// would write it, on a fake clock too. The caller holds s.mu.
+func (s *Server) settleLocked(now time.Time) {
+	if len(s.late) == 0 {
+		return
+	}
+	slices.SortStableFunc(s.late, func(a, b *keyRecord) int { return a.lateAt.Compare(b.lateAt) })
+	n := 0
+	for _, rec := range s.late {
+		if now.Before(rec.lateAt) {
+			break
+		}
+		s.billLocked(rec, rec.latePages, rec.lateAt)
+		rec.lateAt, rec.latePages = time.Time{}, 0
+		n++
+	}
+	s.late = slices.Delete(s.late, 0, n)
+}
+
 // maxLedgerQuery bounds the keys and ids of one ledger query.
 const maxLedgerQuery = 200
 
@@ -61,6 +89,7 @@ func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	s.settleLocked(s.now())
 	entries := []LedgerEntry{}
 	for _, e := range s.ledger {
 		if slices.Contains(keys, e.IdempotencyKey) || slices.Contains(ids, e.RequestID) {

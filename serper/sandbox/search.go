@@ -62,7 +62,9 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 // serveKey answers from the key's record, or executes a fresh key.
 func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, key, bodySum string, body []byte) {
 	s.mu.Lock()
-	rec, state := s.lookupLocked(key, s.now())
+	now := s.now()
+	s.settleLocked(now)
+	rec, state := s.lookupLocked(key, now)
 	if rec != nil && rec.bodySum != bodySum {
 		s.stats.BodyViolations++
 	}
@@ -80,6 +82,12 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, key, bodySum s
 		s.mu.Unlock()
 		s.answered(r, rec.reply.status, "replay")
 		rec.reply.write(w, true)
+		return
+	case keyUnsettled:
+		s.stats.BillingUnsettled++
+		s.mu.Unlock()
+		s.answered(r, http.StatusServiceUnavailable, "billing_unavailable (charge not in the ledger yet)")
+		billingUnavailable(rec.requestID).write(w, false)
 		return
 	case keyReplayUnavailable:
 		s.stats.ReplayUnavailable++
@@ -140,7 +148,7 @@ func (s *Server) awaitExecution(w http.ResponseWriter, r *http.Request, rec *key
 	p := rec.plan
 	s.mu.Lock()
 	reply, billed := rec.reply, rec.billed
-	billing503 := p.billing503 && billed
+	billing503 := p.billingUnavailable() && (billed || rec.unsettled())
 	s.countFaultIf(billing503, FaultBillingUnavailable503)
 	s.countFaultIf(p.dropAfter && !billing503, FaultDropAfterSearch)
 	s.countFaultIf(p.gateway504 && !billing503, FaultGatewayPage504)
@@ -148,8 +156,7 @@ func (s *Server) awaitExecution(w http.ResponseWriter, r *http.Request, rec *key
 	s.answered(r, reply.status, fmt.Sprintf("executed (billed %t, faults %s)", billed, p))
 	switch {
 	case billing503:
-		errorReply(http.StatusServiceUnavailable, "billing_unavailable",
-			"the search ran but billing could not be confirmed; retry with the same key", rec.requestID, nil).write(w, false)
+		billingUnavailable(rec.requestID).write(w, false)
 	case p.dropAfter:
 		drop(w)
 	case p.gateway504:
@@ -157,6 +164,13 @@ func (s *Server) awaitExecution(w http.ResponseWriter, r *http.Request, rec *key
 	default:
 		reply.write(w, false)
 	}
+}
+
+// billingUnavailable is the 503 for a search that ran and whose billing is
+// not confirmed. It is never the cached response.
+func billingUnavailable(requestID string) cachedReply {
+	return errorReply(http.StatusServiceUnavailable, "billing_unavailable",
+		"the search ran but billing could not be confirmed; retry with the same key", requestID, nil)
 }
 
 // answered logs one line per search request at debug level: the key, the

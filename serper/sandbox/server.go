@@ -31,6 +31,7 @@ type Server struct {
 	ids      uint64
 	keys     map[string]*keyRecord
 	ledger   []LedgerEntry
+	late     []*keyRecord // charges not written yet (BillingLate)
 	freeLeft int
 	stats    counters
 	httpSrv  *http.Server

@@ -22,6 +22,7 @@ type Stats struct {
 	Replays           int   `json:"replays"`           // cached first responses sent again
 	InProgress        int   `json:"inProgress"`        // 409 idempotency_in_progress answers
 	ReplayUnavailable int   `json:"replayUnavailable"` // 409 idempotency_replay_unavailable answers
+	BillingUnsettled  int   `json:"billingUnsettled"`  // 503 billing_unavailable answers to resends of a key whose charge is late
 	BodyViolations    int   `json:"bodyViolations"`    // known keys sent with a different body
 	Forgotten         int   `json:"forgotten"`         // unbilled keys forgotten past the window
 	Unauthorized      int   `json:"unauthorized"`      // 401 answers
@@ -63,6 +64,7 @@ func (s *Server) countFaultIf(took bool, kind FaultKind) {
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
+	s.settleLocked(s.now())
 	st := Stats(s.stats)
 	st.Faults = maps.Clone(s.stats.Faults)
 	st.ChargesPerKey = maps.Clone(s.stats.ChargesPerKey)
