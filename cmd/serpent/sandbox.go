@@ -35,6 +35,7 @@ func sandboxFlags(stderr io.Writer) (fs *flag.FlagSet, cfg *sandbox.Config, list
 	fs.DurationVar(&cfg.SearchTime, "search-time", cfg.SearchTime, "how long a search runs (0: at once)")
 	fs.DurationVar(&cfg.SlowSearchTime, "slow-search-time", sandbox.DefaultSlowSearchTime, "how long a search hit by the slow-search fault runs")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", sandbox.DefaultRetryAfter, "the delay a 429 asks for")
+	fs.DurationVar(&cfg.BillingDelay, "billing-delay", sandbox.DefaultBillingDelay, "how long after its search ends a search hit by the billing-late fault is charged")
 	fs.IntVar(&cfg.FreePages, "free-pages", 0, "free pages of the account, used before any page is billed")
 	fs.Int64Var(&cfg.PriceMicros, "price-micros", sandbox.DefaultPriceMicros, "price of one billed page, in micro-dollars")
 	f := &cfg.Faults
@@ -52,6 +53,7 @@ func sandboxFlags(stderr io.Writer) (fs *flag.FlagSet, cfg *sandbox.Config, list
 		{&f.Failed424, "fault-424", "fail the search with 424 upstream_failed (not billed, replayed to the key)"},
 		{&f.Unavailable503, "fault-503", "fail the search with 503 service_unavailable (not billed, replayed to the key)"},
 		{&f.BillingUnavailable503, "fault-billing-503", "run and bill the search, answer 503 billing_unavailable; a resend replays the 200"},
+		{&f.BillingLate, "fault-billing-late", "run the search, answer 503 billing_unavailable, charge it only --billing-delay later; resends get the 503 until then, the 200 after"},
 		{&f.EarlyExpiry, "fault-early-expiry", "drop the cached response as soon as the search finishes"},
 		{&f.RateLimited429, "fault-429", "answer 429 rate_limited with Retry-After to a fresh key (nothing runs)"},
 		{&f.ZeroResults, "fault-zero-results", "return zero results (free)"},

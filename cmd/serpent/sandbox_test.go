@@ -103,6 +103,8 @@ func TestSandboxUsageErrors(t *testing.T) {
 		{"argument", []string{"extra"}, "takes no arguments"},
 		{"probability over 1", []string{"--fault-502", "1.5"}, "gateway_page_502 has probability 1.5"},
 		{"negative window", []string{"--replay-window", "-1m"}, "replayWindow -1m0s is negative"},
+		{"negative billing delay", []string{"--billing-delay", "-1s"}, "billingDelay -1s is negative"},
+		{"billing-late over 1", []string{"--fault-billing-late", "2"}, "billing_late has probability 2"},
 		{"missing config file", []string{"--config", filepath.Join(dir, "none.json")}, "no such file"},
 		{"misspelt fault in config", []string{"--config", badFile}, `unknown field "dropAfter"`},
 	}
@@ -171,6 +173,27 @@ func TestSandboxConfigFileAndFlags(t *testing.T) {
 	require.NoError(t, sb.stop())
 	require.Contains(t, sb.stderr.String(), "accepting the token given by --token or --config")
 	require.NotContains(t, sb.stderr.String(), "file-token-1234")
+}
+
+// TestSandboxBillingLate: --fault-billing-late and --billing-delay reach the
+// sandbox (the config file's billingDelay is overridden by the flag): the
+// first answer is billing_unavailable and the ledger is empty.
+func TestSandboxBillingLate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sandbox.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"searchTime":"0s","billingDelay":"1s","faults":{"billingLate":1}}`), 0o600))
+	sb := startSandbox(t, nil, "--config", path, "--billing-delay", "1h")
+	client, err := serper.New(serper.Config{BaseURL: sb.url, Token: sandbox.DefaultToken, Timeout: 5 * time.Second, AllowShortTimeout: true})
+	require.NoError(t, err)
+	defer client.CloseIdleConnections()
+	key := uuid.NewString()
+	res := client.Search(context.Background(), key, []byte(`{"query":"espresso scale"}`))
+	require.Equal(t, serper.CodeBillingUnavailable, res.Code, "%+v", res)
+	entries, err := client.Ledger(context.Background(), serper.LedgerQuery{Keys: []string{key}})
+	require.NoError(t, err)
+	require.Empty(t, entries, "charged an hour after the search")
+	require.Equal(t, serper.CodeBillingUnavailable, client.Search(context.Background(), key, []byte(`{"query":"espresso scale"}`)).Code)
+	require.NoError(t, sb.stop())
+	require.Contains(t, sb.stderr.String(), "BillingDelay: 1h0m0s")
 }
 
 func TestSandboxListenError(t *testing.T) {
