@@ -13,7 +13,7 @@ import (
 // every engine that computes them agrees.
 type Spec interface {
 	// Next returns the first slot strictly after t, or the zero time if
-	// there is none within five years.
+	// there is none within Horizon (then there is none at all).
 	Next(t time.Time) time.Time
 	// String is the expression as written.
 	String() string
@@ -178,6 +178,12 @@ func span(lo, hi, step int) uint64 {
 	return s
 }
 
+// Horizon is how far ahead Next looks for a slot. The Gregorian calendar,
+// weekdays included, repeats every 400 years, so an expression with no
+// slot within them has none ever (29 February on a Sunday comes every 28
+// years or so, with gaps of up to 40).
+const Horizon = 400 // years
+
 type cron struct {
 	sets [6]uint64
 	star [6]bool
@@ -190,19 +196,49 @@ func (c cron) String() string { return c.expr }
 func (c cron) has(field, v int) bool { return c.sets[field]&(1<<uint(v)) != 0 }
 
 // dayMatches applies the day-of-month / day-of-week rule.
-func (c cron) dayMatches(t time.Time) bool {
-	dom, dow := c.has(3, t.Day()), c.has(5, int(t.Weekday()))
+func (c cron) dayMatches(day int, weekday time.Weekday) bool {
+	dom, dow := c.has(3, day), c.has(5, int(weekday))
 	if c.star[3] || c.star[5] {
 		return dom && dow
 	}
 	return dom || dow
 }
 
-// Next walks forward field by field (month, day, hour, minute, second) in
-// the schedule's time zone, as robfig/cron does, up to five years ahead.
+// nextDay returns the first date from year y, month m, day d on (d may
+// run past the month's end) in an allowed month whose day matches, and
+// false if there is none before the year last. It counts on the calendar
+// alone, a month at a time, so a search over centuries stays cheap.
+func (c cron) nextDay(y int, m time.Month, d, last int) (int, time.Month, int, bool) {
+	first := time.Date(y, m, d, 0, 0, 0, 0, time.UTC) // normalised: 32 January is 1 February
+	y, m, d = first.Date()
+	for y < last {
+		if c.has(4, int(m)) {
+			days := time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+			wd := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()
+			for ; d <= days; d++ {
+				if c.dayMatches(d, wd) {
+					return y, m, d, true
+				}
+				wd = (wd + 1) % 7
+			}
+		}
+		if m == time.December {
+			y, m = y+1, time.January
+		} else {
+			m++
+		}
+		d = 1
+	}
+	return 0, 0, 0, false
+}
+
+// Next walks forward field by field (date, hour, minute, second) in the
+// schedule's time zone, as robfig/cron does, up to Horizon years ahead.
+// The date is found by counting on the calendar (nextDay); only the time
+// of day is walked in the zone.
 func (c cron) Next(after time.Time) time.Time {
 	t := after.In(c.loc).Truncate(time.Second).Add(time.Second)
-	limit := t.AddDate(5, 0, 0)
+	limit := t.AddDate(Horizon, 0, 0)
 	// jump moves t to next, a wall time computed with time.Date. A wall
 	// time a daylight saving change skips comes out as an earlier instant
 	// where the zone's offset is negative (Go moves it back by the gap):
@@ -215,12 +251,12 @@ func (c cron) Next(after time.Time) time.Time {
 		t = next
 	}
 	for t.Before(limit) {
-		if !c.has(4, int(t.Month())) {
-			jump(time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, c.loc))
-			continue
-		}
-		if !c.dayMatches(t) {
-			jump(time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, c.loc))
+		if !c.has(4, int(t.Month())) || !c.dayMatches(t.Day(), t.Weekday()) {
+			y, m, d, ok := c.nextDay(t.Year(), t.Month(), t.Day()+1, limit.Year()+1)
+			if !ok {
+				break
+			}
+			jump(time.Date(y, m, d, 0, 0, 0, 0, c.loc))
 			continue
 		}
 		if !c.has(2, t.Hour()) {

@@ -147,3 +147,40 @@ func TestCronNextAcrossOddClockChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestCronNextFindsRareSlots: the Gregorian calendar, weekdays included,
+// repeats every 400 years, so Next looks that far ahead. 29 February on a
+// Sunday comes in 2032 and then not until 2060; with a five-year horizon
+// the slot after 2032 was "none", and the schedule was taken for over.
+func TestCronNextFindsRareSlots(t *testing.T) {
+	spec, err := recurring.Parse("0 0 29 2 */7", nil, time.Time{})
+	require.NoError(t, err)
+	first := spec.Next(time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC))
+	require.Equal(t, time.Date(2032, 2, 29, 0, 0, 0, 0, time.UTC), first)
+	require.Equal(t, time.Date(2060, 2, 29, 0, 0, 0, 0, time.UTC), spec.Next(first))
+
+	never, err := recurring.Parse("0 0 30 2 *", nil, time.Time{})
+	require.NoError(t, err)
+	require.True(t, never.Next(t0).IsZero(), "30 February never comes")
+}
+
+// BenchmarkCronNext: the next slot of an hourly expression, of one with
+// decades between slots, and the full 400-year search of one that has
+// none (what validating it costs).
+func BenchmarkCronNext(b *testing.B) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(b, err)
+	for _, bc := range []struct{ name, expr string }{
+		{"hourly", "0 * * * *"},
+		{"29 February on a Sunday", "0 0 29 2 */7"},
+		{"never", "0 0 31 4,6,9,11 *"},
+	} {
+		spec, err := recurring.Parse(bc.expr, berlin, time.Time{})
+		require.NoError(b, err)
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				spec.Next(t0)
+			}
+		})
+	}
+}

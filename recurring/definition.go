@@ -74,8 +74,10 @@ func (d Definition) Canonical(loc *time.Location, created time.Time) (Definition
 	if err != nil {
 		errs = append(errs, err)
 	} else if spec.Next(anchor.Add(-time.Nanosecond)).IsZero() {
-		// 30 February, say: Next looks five years ahead.
-		errs = append(errs, fmt.Errorf("schedule %q has no slot in the five years from %s", d.Schedule, anchor.UTC().Format(time.RFC3339)))
+		// 30 February, say: Next looks Horizon years ahead, after
+		// which the calendar repeats.
+		errs = append(errs, fmt.Errorf("schedule %q has no slot ever (none in the %d years from %s, after which the calendar repeats)",
+			d.Schedule, Horizon, anchor.UTC().Format(time.RFC3339)))
 	}
 	cmd, _, err := d.Command(anchor).Canonical()
 	var ve *aggregate.ValidationError
