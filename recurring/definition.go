@@ -102,6 +102,17 @@ func (d Definition) Canonical(loc *time.Location, created time.Time) (Definition
 		d.End = d.End.UTC()
 		if !d.Start.IsZero() && !d.End.After(d.Start) {
 			errs = append(errs, errors.New("end must be after start"))
+		} else if spec != nil {
+			// The first slot Due would order: from the start, or after
+			// the creation without one.
+			first := spec.Next(anchor.Add(-time.Nanosecond))
+			if d.Start.IsZero() {
+				first = spec.Next(created)
+			}
+			if !first.IsZero() && !first.Before(d.End) {
+				errs = append(errs, fmt.Errorf("end %s is not after the first slot, %s: the schedule orders nothing",
+					d.End.Format(time.RFC3339), first.UTC().Format(time.RFC3339)))
+			}
 		}
 	}
 	switch d.CatchUp.Policy {

@@ -100,7 +100,36 @@ func TestOverlap(t *testing.T) {
 	require.True(t, a.Overlaps(b), "same search, both open-ended")
 	c, _ := hourly(t, func(d *recurring.Definition) { d.ID, d.Query = "c", "grinder" })
 	require.False(t, a.Overlaps(c))
-	early, _ := hourly(t, func(d *recurring.Definition) { d.ID, d.End = "early", t0 })
+	early, _ := hourly(t, func(d *recurring.Definition) { d.ID, d.Start, d.End = "early", t0.Add(-24*time.Hour), t0 })
 	late, _ := hourly(t, func(d *recurring.Definition) { d.ID, d.Start = "late", t0 })
 	require.False(t, early.Overlaps(late), "one ends where the other starts")
+}
+
+// TestEndBeforeTheFirstSlotIsRefused: a definition whose end comes before
+// its first slot (from its start, or from its creation without one) would
+// never order anything; it is refused, naming the end and that slot. An
+// end in the past is fine while a slot from a past start comes before it.
+func TestEndBeforeTheFirstSlotIsRefused(t *testing.T) {
+	base := recurring.Definition{ID: "a", Schedule: "@hourly", Query: "q", Country: "US", Language: "en", Device: "mobile"}
+	for name, mutate := range map[string]func(*recurring.Definition){
+		"an end before the creation": func(d *recurring.Definition) { d.End = t0.AddDate(0, -1, 0) },
+		"an end before the first slot after the creation": func(d *recurring.Definition) {
+			d.End = time.Date(2026, 12, 2, 14, 30, 0, 0, time.UTC) // created 14:07:30, first slot 15:00
+		},
+		"an end at the first slot after the start": func(d *recurring.Definition) {
+			d.Start, d.End = time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC), time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := base
+			mutate(&d)
+			_, _, err := d.Canonical(nil, t0)
+			require.ErrorContains(t, err, "end")
+			require.ErrorContains(t, err, "orders nothing")
+		})
+	}
+	past := base
+	past.Start, past.End = t0.Add(-10*time.Hour), t0.Add(-5*time.Hour)
+	_, _, err := past.Canonical(nil, t0)
+	require.NoError(t, err, "a window in the past with slots in it orders them at once")
 }
