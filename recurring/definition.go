@@ -66,11 +66,8 @@ func (d Definition) Canonical(loc *time.Location, created time.Time) (Definition
 	if d.TimeZone == "" {
 		d.TimeZone = "UTC"
 	}
-	anchor := d.Start
-	if anchor.IsZero() {
-		anchor = created
-	}
-	spec, err := Parse(d.Schedule, loc, anchor)
+	anchor := d.anchor(created)
+	spec, err := d.Spec(loc, created)
 	if err != nil {
 		errs = append(errs, err)
 	} else if spec.Next(anchor.Add(-time.Nanosecond)).IsZero() {
@@ -132,6 +129,21 @@ func (d Definition) Canonical(loc *time.Location, created time.Time) (Definition
 		return d, nil, fmt.Errorf("schedule %q: %w", d.ID, err)
 	}
 	return d, spec, nil
+}
+
+// Spec parses the definition's schedule in loc (nil for UTC), an interval
+// counted from its start, or from created without one. It checks nothing
+// else: a stored definition is read back with it, whatever the checks of
+// a new one (Canonical) have come to refuse since it was stored.
+func (d Definition) Spec(loc *time.Location, created time.Time) (Spec, error) {
+	return Parse(d.Schedule, loc, d.anchor(created))
+}
+
+func (d Definition) anchor(created time.Time) time.Time {
+	if d.Start.IsZero() {
+		return created
+	}
+	return d.Start
 }
 
 // Body is the canonical search context of the definition's jobs, the part

@@ -95,6 +95,26 @@ func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurr
 	return d, spec, nil
 }
 
+// storedSpec reads a stored definition's schedule. Only what the firing
+// needs is read: a definition stored under earlier checks keeps firing,
+// and can be paused, resumed and deleted, whatever the checks of a new
+// one (canonical) refuse now.
+func storedSpec(d recurring.Definition, created time.Time) (recurring.Spec, error) {
+	tz := d.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q: time zone %q: %w", d.ID, tz, err)
+	}
+	spec, err := d.Spec(loc, created)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", d.ID, err)
+	}
+	return spec, nil
+}
+
 // Create validates and stores a new schedule and arms its timer. An id in
 // use, or a definition overlapping another (the same search context over
 // times that meet), is refused.
@@ -276,7 +296,7 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 		if err != nil {
 			return Record{}, err
 		}
-		_, spec, err := s.canonical(rec.Definition, rec.State.Created)
+		spec, err := storedSpec(rec.Definition, rec.State.Created)
 		if err != nil {
 			return Record{}, err
 		}

@@ -405,3 +405,38 @@ func TestListPagesFitAMessage(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("s%03d", i), r.Definition.ID)
 	}
 }
+
+// storeRaw writes a schedule record as an engine of an earlier version
+// stored it, under checks that refuse it now.
+func (l *live) storeRaw(rec worker.Record) {
+	kv, err := l.srv.JS.KeyValue(context.Background(), snats.SchedulesBucket)
+	require.NoError(l.t, err)
+	data, err := json.Marshal(rec)
+	require.NoError(l.t, err)
+	_, err = kv.Put(context.Background(), rec.Definition.ID, data)
+	require.NoError(l.t, err)
+}
+
+// TestStoredScheduleOutlivesNewChecks: a schedule stored under earlier
+// checks (an end before its first slot, refused for new definitions now)
+// can still be fired, paused, resumed and deleted: a stored definition is
+// read back with its zone and expression only, not checked as a new one.
+func TestStoredScheduleOutlivesNewChecks(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+	s := l.schedules(c.Now)
+	def := espresso("ended-at-birth", "@hourly")
+	def.TimeZone, def.CatchUp.Policy = "UTC", recurring.CatchUpSkip
+	def.End = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	l.storeRaw(worker.Record{Definition: def, State: recurring.State{Created: c.Now()}})
+
+	_, err := s.Fire(ctx, def.ID)
+	require.NoError(t, err)
+	rec, err := s.Pause(ctx, def.ID)
+	require.NoError(t, err)
+	require.True(t, rec.State.Paused)
+	_, err = s.Resume(ctx, def.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, def.ID))
+}
