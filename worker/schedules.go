@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -75,6 +76,13 @@ func NewSchedules(ctx context.Context, js jetstream.JetStream, timers ScheduleTi
 	return &Schedules{js: js, kv: kv, timers: timers, now: now, log: log}, nil
 }
 
+// notPlaces are zone names that load but name no place: the machine's zone
+// ("Local", and "localtime", a link to /etc/localtime), whatever zone the
+// packager linked "posixrules" to, and "Factory" (offset 0, abbreviation
+// "-00"). On the first two engines (or one after a restart) could disagree
+// on every slot.
+var notPlaces = []string{"Local", "localtime", "posixrules", "Factory"}
+
 // canonical validates a definition, resolving its time zone.
 func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurring.Definition, recurring.Spec, error) {
 	tz := d.TimeZone
@@ -82,7 +90,7 @@ func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurr
 		tz = "UTC"
 	}
 	loc, err := time.LoadLocation(tz)
-	if tz == "Local" { // the machine's zone: engines (or a restart) could disagree on every slot
+	if slices.ContainsFunc(notPlaces, func(z string) bool { return strings.EqualFold(z, tz) }) {
 		err = errors.New("not an IANA zone")
 	}
 	if err != nil {

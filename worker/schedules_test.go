@@ -440,3 +440,32 @@ func TestStoredScheduleOutlivesNewChecks(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Delete(ctx, def.ID))
 }
+
+// TestZonesThatNameNoPlaceRefused: "Local" and "localtime" are the
+// machine's zone (engines, or one after a restart, could disagree on every
+// slot), "posixrules" is whatever zone a packager linked it to and
+// "Factory" is no zone at all: all load, all are refused like an unknown
+// zone. A schedule stored in one before this check keeps firing.
+func TestZonesThatNameNoPlaceRefused(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+	s := l.schedules(c.Now)
+	for _, zone := range []string{"Local", "localtime", "posixrules", "Factory"} {
+		d := espresso("z", "@daily")
+		d.TimeZone = zone
+		_, err := s.Create(ctx, d)
+		var se *worker.ScheduleError
+		require.ErrorAs(t, err, &se, zone)
+		require.Equal(t, "invalid_time_zone", se.Reason, zone)
+		require.ErrorContains(t, err, "unknown time zone", zone)
+	}
+
+	old := espresso("old", "@hourly")
+	old.TimeZone, old.CatchUp.Policy = "localtime", recurring.CatchUpSkip
+	l.storeRaw(worker.Record{Definition: old, State: recurring.State{Created: c.Now()}})
+	c.Set(time.Date(2026, 12, 2, 10, 0, 1, 0, time.UTC)) // a slot has come, whatever this machine's offset
+	plan, err := s.Fire(ctx, old.ID)
+	require.NoError(t, err)
+	require.Len(t, plan.Fire, 1, "the stored schedule fires its slot")
+}
