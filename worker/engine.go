@@ -166,6 +166,13 @@ func (e *Engine) api(account string) (API, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownAccount, account)
 }
 
+// CheckAccount says whether a job may name this API account ("" is the
+// default): it is what intake refuses a command for as invalid_account.
+func (e *Engine) CheckAccount(account string) error {
+	_, err := e.api(account)
+	return err
+}
+
 // ErrUnknownAccount: a job names an API account this engine does not have.
 var ErrUnknownAccount = errors.New("worker: no such API account")
 

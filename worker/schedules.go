@@ -36,6 +36,8 @@ type Schedules struct {
 	timers ScheduleTimers
 	now    func() time.Time
 	log    *slog.Logger
+	// account checks a definition's API account (nil: any).
+	account func(string) error
 }
 
 // Record is a schedule as stored: its definition and its state.
@@ -83,6 +85,14 @@ func NewSchedules(ctx context.Context, js jetstream.JetStream, timers ScheduleTi
 // on every slot.
 var notPlaces = []string{"Local", "localtime", "posixrules", "Factory"}
 
+// CheckAccountsWith has Create refuse, as invalid_account, a definition
+// naming an API account check refuses: pass the engine's
+// (Engine.CheckAccount), so a schedule is not stored whose every slot
+// intake would refuse. Without it any account is taken.
+func (s *Schedules) CheckAccountsWith(check func(account string) error) {
+	s.account = check
+}
+
 // canonical validates a definition, resolving its time zone.
 func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurring.Definition, recurring.Spec, error) {
 	tz := d.TimeZone
@@ -99,6 +109,12 @@ func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurr
 	d, spec, err := d.Canonical(loc, created)
 	if err != nil {
 		return d, nil, &ScheduleError{Reason: "invalid_schedule", Err: err}
+	}
+	if s.account != nil {
+		if err := s.account(d.Account); err != nil {
+			return d, nil, &ScheduleError{Reason: "invalid_account", Err: fmt.Errorf(
+				"schedule %q: account: %q is not an account of this engine", d.ID, d.Account)}
+		}
 	}
 	return d, spec, nil
 }

@@ -469,3 +469,36 @@ func TestZonesThatNameNoPlaceRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, plan.Fire, 1, "the stored schedule fires its slot")
 }
+
+// TestScheduleOfAnUnknownAccountRefused: a definition naming an API account
+// the engine does not have is refused at create as invalid_account, by the
+// engine's own check; it was stored, and intake then refused the command
+// of every slot it fired, as invalid_account too. The default account,
+// named or not, and a configured one are taken.
+func TestScheduleOfAnUnknownAccountRefused(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	eng, err := worker.New(worker.Config{Name: "a", Store: l.store, API: l.client,
+		Accounts: map[string]worker.API{"default": l.client, "team-b": l.client},
+		Timers:   snats.NewTimers(l.srv.JS, nil), Policy: l.policy})
+	require.NoError(t, err)
+	s := l.schedules(nil)
+	s.CheckAccountsWith(eng.CheckAccount)
+
+	d := espresso("acme", "@hourly")
+	d.Account = "acme"
+	_, err = s.Create(ctx, d)
+	var se *worker.ScheduleError
+	require.ErrorAs(t, err, &se, "an account the engine does not have")
+	require.Equal(t, "invalid_account", se.Reason)
+	require.ErrorContains(t, err, `"acme" is not an account of this engine`)
+	_, _, err = s.Get(ctx, d.ID)
+	require.ErrorIs(t, err, worker.ErrNoSchedule, "nothing stored")
+
+	for _, acct := range []string{"", "default", "team-b"} {
+		d := espresso("acct-"+acct, "@hourly")
+		d.Account = acct
+		_, err := s.Create(ctx, d)
+		require.NoError(t, err, "account %q", acct)
+	}
+}

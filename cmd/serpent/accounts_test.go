@@ -43,6 +43,10 @@ func TestAccountsCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
 	require.Contains(t, string(msg.Data), "invalid_account")
+	// A schedule for it is refused when created, not slot by slot at intake.
+	_, err = cli(t, r.natsURL, "schedules", "create", "--id", "team-z-daily", "--schedule", "@daily", "--query", "q",
+		"--account", "team-z")
+	require.ErrorContains(t, err, `"team-z" is not an account of this engine`)
 
 	for _, j := range jobs {
 		natstest.WaitFor(t, 20*time.Second, func() error {

@@ -112,6 +112,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
+	schedules.CheckAccountsWith(eng.CheckAccount)
 	svc, err := eng.Service(ctx, nc)
 	if err != nil {
 		return fmt.Errorf("micro service: %w", err)
