@@ -26,7 +26,8 @@ const (
 	ReasonTooLarge  = "too_large"
 	// ReasonUnknownSubject refuses a command on a serp.cmd subject that
 	// serpent does not read (only serp.cmd.schedule and
-	// serp.cmd.schedules.<op> are commands).
+	// serp.cmd.schedules.<op> for the operations on schedules are
+	// commands).
 	ReasonUnknownSubject = "unknown_subject"
 )
 

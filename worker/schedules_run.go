@@ -3,11 +3,9 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,44 +43,50 @@ type ScheduleRequest struct {
 	ID string `json:"id"`
 }
 
-// definitionShape is the fields of a schedule definition.
-var definitionShape = shapeOf(reflect.TypeFor[recurring.Definition]())
+// The shapes of the payloads of schedule operations.
+var (
+	definitionShape = shapeOf(reflect.TypeFor[recurring.Definition]())
+	listShape       = shapeOf(reflect.TypeFor[ListRequest]())
+	requestShape    = shapeOf(reflect.TypeFor[ScheduleRequest]())
+)
+
+// scheduleOps are the operations on schedules: the endpoints
+// serpent.schedules.<op> and the command subjects serp.cmd.schedules.<op>.
+var scheduleOps = []string{"create", "list", "get", "pause", "resume", "delete"}
 
 // ScheduleOp carries out one operation on schedules: create (payload: a
-// definition) or pause, resume, delete, get (payload: an id).
+// definition), list (a page, or nothing) or pause, resume, delete, get
+// (payload: an id, alone or as {"id":"<id>"}). An operation not in
+// scheduleOps is refused as unknown_subject, whatever its payload.
+// Payloads are read strictly, as commands are: unknown fields, a field
+// named twice or in another case, and data after the object are
+// malformed.
 func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (any, error) {
-	if op == "create" {
+	switch op {
+	case "create":
 		var d recurring.Definition
-		dec := json.NewDecoder(bytes.NewReader(payload))
-		dec.DisallowUnknownFields()
-		err := dec.Decode(&d)
-		if err == nil && len(bytes.TrimSpace(payload[dec.InputOffset():])) > 0 {
-			err = errors.New("data after the JSON object")
-		}
-		if err == nil {
-			err = definitionShape.check(payload)
-		}
-		if err != nil {
+		if err := decodeStrict(payload, &d, definitionShape); err != nil {
 			return nil, &ScheduleError{Reason: ReasonMalformed, Err: fmt.Errorf("a schedule definition is JSON with the fields %s: %w", strings.Join(definitionShape.keys, ", "), err)}
 		}
 		return s.Create(ctx, d)
-	}
-	if op == "list" {
+	case "list":
 		var r ListRequest
 		if len(bytes.TrimSpace(payload)) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(payload))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&r); err != nil || r.Limit < 0 {
+			if err := decodeStrict(payload, &r, listShape); err != nil || r.Limit < 0 {
 				return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New(`a list request is empty or {"after":"<id>","limit":<n>}`)}
 			}
 		}
 		return s.ListPage(ctx, r.After, r.Limit)
+	case "get", "pause", "resume", "delete":
+	default:
+		return nil, &ScheduleError{Reason: ReasonUnknownSubject, Err: fmt.Errorf("unknown schedule operation %q: the operations are %s",
+			op, strings.Join(scheduleOps, ", "))}
 	}
 	id := strings.TrimSpace(string(payload))
 	if strings.HasPrefix(id, "{") {
 		var r ScheduleRequest
-		if err := json.Unmarshal(payload, &r); err != nil {
-			return nil, &ScheduleError{Reason: ReasonMalformed, Err: err}
+		if err := decodeStrict(payload, &r, requestShape); err != nil {
+			return nil, &ScheduleError{Reason: ReasonMalformed, Err: fmt.Errorf(`a schedule id is sent alone or as {"id":"<id>"}: %w`, err)}
 		}
 		id = r.ID
 	}
@@ -99,11 +103,9 @@ func (s *Schedules) ScheduleOp(ctx context.Context, op string, payload []byte) (
 		return s.Resume(ctx, id)
 	case "delete":
 		return map[string]string{"deleted": id}, s.Delete(ctx, id)
-	case "get":
-		rec, _, err := s.Get(ctx, id)
-		return rec, err
 	}
-	return nil, &ScheduleError{Reason: ReasonMalformed, Err: errors.New("unknown schedule operation " + strconv.Quote(op))}
+	rec, _, err := s.Get(ctx, id)
+	return rec, err
 }
 
 // scheduleReason is the rejection token of a failed schedule operation.

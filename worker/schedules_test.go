@@ -502,3 +502,59 @@ func TestScheduleOfAnUnknownAccountRefused(t *testing.T) {
 		require.NoError(t, err, "account %q", acct)
 	}
 }
+
+// TestScheduleOpPayloadsReadStrictly: the id of pause, resume, delete and
+// get, and a list page, are read as strictly as definitions: an id named
+// twice (which schedule was meant? the last one was deleted), in another
+// case, beside an unknown field or followed by more data is malformed,
+// and nothing is done. An operation serpent does not have is refused as
+// unknown_subject before its payload is read (an empty one was refused
+// as "a schedule id is required"), by command too.
+func TestScheduleOpPayloadsReadStrictly(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	s := l.schedules(nil)
+	for _, id := range []string{"keep", "drop"} {
+		_, err := s.Create(ctx, espresso(id, "@hourly"))
+		require.NoError(t, err)
+	}
+	for op, payload := range map[string]string{
+		"delete": `{"id":"keep","id":"drop"}`,
+		"pause":  `{"ID":"drop"}`,
+		"resume": `{"id":"drop","force":true}`,
+		"get":    `{"id":"drop"}{"id":"keep"}`,
+		"list":   `{"after":"a","after":"keep"}`,
+	} {
+		_, err := s.ScheduleOp(ctx, op, []byte(payload))
+		var se *worker.ScheduleError
+		require.ErrorAs(t, err, &se, "%s %s", op, payload)
+		require.Equal(t, worker.ReasonMalformed, se.Reason, "%s %s", op, payload)
+	}
+	list, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2, "nothing deleted")
+	for _, r := range list {
+		require.False(t, r.State.Paused, "nothing paused")
+	}
+	for _, payload := range []string{`drop`, ` {"id":"drop"} `} {
+		rec, err := s.ScheduleOp(ctx, "get", []byte(payload))
+		require.NoError(t, err, payload)
+		require.Equal(t, "drop", rec.(worker.Record).Definition.ID)
+	}
+
+	for _, payload := range []string{"", "keep"} {
+		_, err := s.ScheduleOp(ctx, "frobnicate", []byte(payload))
+		var se *worker.ScheduleError
+		require.ErrorAs(t, err, &se, payload)
+		require.Equal(t, worker.ReasonUnknownSubject, se.Reason, payload)
+		require.ErrorContains(t, err, `unknown schedule operation "frobnicate"`)
+	}
+	eng := l.engine("a", worker.Hooks{})
+	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
+	require.NoError(t, err)
+	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, s, l.srv.JS, cmds) })
+	_, err = l.srv.JS.Publish(ctx, snats.ScheduleOpPrefix+"frobnicate", nil)
+	require.NoError(t, err)
+	l.waitSettled(snats.ScheduleAdminConsumer)
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 1}, l.rejections())
+}

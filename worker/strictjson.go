@@ -3,12 +3,30 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 )
+
+// decodeStrict reads one JSON object of the given shape into v, as
+// strictly as commands are read: a field the shape does not have, data
+// after the object, and a field named twice or in another case (which
+// value was meant?) are errors.
+func decodeStrict(data []byte, v any, shape *jsonShape) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+		err = errors.New("data after the JSON object")
+	}
+	if err == nil {
+		err = shape.check(data)
+	}
+	return err
+}
 
 // jsonShape is the fields of a JSON object as a struct declares them, and
 // the shapes of the fields that are objects themselves.
