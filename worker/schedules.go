@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -452,7 +451,11 @@ func (s *Schedules) order(ctx context.Context, d recurring.Definition, slot time
 	}
 	m := natsgo.NewMsg(snats.ScheduleSubject)
 	m.Data = data
-	m.Header.Set(natsgo.MsgIdHdr, "schedule-"+d.ID+"-"+strconv.FormatInt(slot.UnixNano(), 10))
+	// The message id is the job's: the same order again (a repeated
+	// firing) is dropped as a duplicate within the stream's window, and is
+	// the same job after it; another search for the slot (the schedule
+	// deleted and created again, corrected) is another command.
+	m.Header.Set(natsgo.MsgIdHdr, "schedule-"+d.ID+"-"+sched.JobID)
 	m.Header.Set(HeaderSchedule, d.ID)
 	if _, err := s.js.PublishMsg(ctx, m); err != nil {
 		return "", fmt.Errorf("schedule %q, slot %s: publish: %w", d.ID, slot.Format(time.RFC3339), err)

@@ -558,3 +558,57 @@ func TestScheduleOpPayloadsReadStrictly(t *testing.T) {
 	l.waitSettled(snats.ScheduleAdminConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 1}, l.rejections())
 }
+
+// scheduleCommands counts the commands stored on serp.cmd.schedule.
+func (l *live) scheduleCommands() uint64 {
+	st, err := l.srv.JS.Stream(context.Background(), snats.CommandStream)
+	require.NoError(l.t, err)
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(snats.ScheduleSubject))
+	require.NoError(l.t, err)
+	return info.State.Msgs
+}
+
+// jobExists says whether a job has events.
+func (l *live) jobExists(id string) bool {
+	evs, _, err := l.store.Load(context.Background(), id)
+	require.NoError(l.t, err)
+	return len(evs) > 0
+}
+
+// TestRecreatedScheduleOrdersItsSlot: deleting a schedule and creating it
+// again under its id with a corrected search (the only way to change one)
+// within the command stream's dedupe window of a slot the old one fired:
+// the new command for that slot carried the same message id as the old
+// one's (schedule id and slot), was dropped as a duplicate, and the
+// schedule recorded a job that never came to be. The message id is now the
+// job's, so the same order again is still dropped and another is not.
+func TestRecreatedScheduleOrdersItsSlot(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 12, 2, 9, 0, 30, 0, time.UTC)}
+	s := l.schedules(c.Now)
+	def := espresso("hourly", "@hourly")
+	def.Start = c.Now().Add(-3 * time.Hour)
+	_, err := s.Create(ctx, def)
+	require.NoError(t, err)
+	_, err = s.Fire(ctx, def.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, l.scheduleCommands(), "the 09:00 slot ordered")
+
+	require.NoError(t, s.Delete(ctx, def.ID))
+	fixed := def
+	fixed.Query = "espresso scale, corrected"
+	_, err = s.Create(ctx, fixed)
+	require.NoError(t, err)
+	plan, err := s.Fire(ctx, def.ID)
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}, plan.Fire)
+	require.EqualValues(t, 2, l.scheduleCommands(), "the corrected search's 09:00 slot is a command of its own")
+	rec, _, err := s.Get(ctx, def.ID)
+	require.NoError(t, err)
+	job := rec.State.Recent[len(rec.State.Recent)-1].JobID
+
+	l.start(l.engine("a", worker.Hooks{}), 2)
+	l.waitSettled(snats.IntakeConsumer)
+	require.True(t, l.jobExists(job), "the job the schedule recorded for its slot exists")
+}
