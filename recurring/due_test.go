@@ -133,3 +133,22 @@ func TestEndBeforeTheFirstSlotIsRefused(t *testing.T) {
 	_, _, err := past.Canonical(nil, t0)
 	require.NoError(t, err, "a window in the past with slots in it orders them at once")
 }
+
+// TestPendingUntilPublished: the slots a firing records are pending until
+// their commands are published; publishing some leaves a later firing's.
+func TestPendingUntilPublished(t *testing.T) {
+	d, spec := hourly(t, nil)
+	created := time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)
+	first := recurring.Due(d, spec, recurring.State{Created: created}, time.Date(2026, 12, 2, 9, 0, 1, 0, time.UTC))
+	st := recurring.State{Created: created}.Apply(first, []string{"job-9"})
+	second := recurring.Due(d, spec, st, time.Date(2026, 12, 2, 10, 0, 1, 0, time.UTC))
+	st = st.Apply(second, []string{"job-10"})
+	require.Equal(t, []recurring.Fired{{Slot: first.Fire[0], JobID: "job-9"}, {Slot: second.Fire[0], JobID: "job-10"}}, st.Pending)
+	require.Equal(t, st.Pending, st.Recent)
+
+	st = st.Published([]recurring.Fired{{Slot: first.Fire[0], JobID: "job-9"}})
+	require.Equal(t, []recurring.Fired{{Slot: second.Fire[0], JobID: "job-10"}}, st.Pending)
+	require.Len(t, st.Recent, 2, "the history keeps both")
+	st = st.Published([]recurring.Fired{{Slot: second.Fire[0], JobID: "job-10"}})
+	require.Nil(t, st.Pending)
+}

@@ -1,6 +1,9 @@
 package recurring
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // History keeps the latest fired slots of a schedule.
 const History = 50
@@ -19,6 +22,10 @@ type State struct {
 	NextSlot time.Time `json:"next_slot,omitzero"`
 	Skipped  int       `json:"skipped"`
 	Recent   []Fired   `json:"recent,omitempty"`
+	// Pending are slots recorded as fired whose commands may not be
+	// published yet: a firing records its slots first and publishes them
+	// after, so a pause or delete that wins the write orders nothing.
+	Pending []Fired `json:"pending,omitempty"`
 }
 
 // Plan is what one firing at time now does.
@@ -78,17 +85,34 @@ func Due(d Definition, spec Spec, st State, now time.Time) Plan {
 	return p
 }
 
-// Apply records a firing in the state.
+// Apply records a firing in the state. The slots it fires are pending
+// until their commands are published (Published).
 func (st State) Apply(p Plan, jobs []string) State {
+	st.Recent = slices.Clone(st.Recent)
+	st.Pending = slices.Clone(st.Pending)
 	for i, slot := range p.Fire {
 		st.LastSlot = slot
-		st.Recent = append(st.Recent, Fired{Slot: slot, JobID: jobs[i]})
+		f := Fired{Slot: slot, JobID: jobs[i]}
+		st.Recent = append(st.Recent, f)
+		st.Pending = append(st.Pending, f)
 	}
 	if len(st.Recent) > History {
 		st.Recent = st.Recent[len(st.Recent)-History:]
 	}
 	st.Skipped += p.Skipped
 	st.NextSlot = p.Next
+	return st
+}
+
+// Published records that the commands of these pending slots are
+// published; other pending slots (a later firing's) stay.
+func (st State) Published(done []Fired) State {
+	st.Pending = slices.DeleteFunc(slices.Clone(st.Pending), func(f Fired) bool {
+		return slices.ContainsFunc(done, func(d Fired) bool { return d.Slot.Equal(f.Slot) && d.JobID == f.JobID })
+	})
+	if len(st.Pending) == 0 {
+		st.Pending = nil
+	}
 	return st
 }
 

@@ -211,7 +211,9 @@ func (s *Schedules) createdBefore(ctx context.Context, d recurring.Definition) (
 
 // Sweep arms again the timer of every active schedule that has neither a
 // timer nor a due message waiting (a purged work stream, a timer that
-// failed to arm), for its next slot. It returns how many it armed.
+// failed to arm), for its next slot; a schedule with pending slots
+// (recorded as fired, maybe not yet ordered), paused or not, is woken at
+// once. It returns how many it armed.
 func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 	work, err := s.js.Stream(ctx, snats.WorkStream)
 	if err != nil {
@@ -224,7 +226,10 @@ func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 	n := 0
 	for _, rec := range all {
 		id := rec.Definition.ID
-		if rec.State.Paused || rec.State.NextSlot.IsZero() {
+		at := rec.State.NextSlot
+		if len(rec.State.Pending) > 0 {
+			at = s.now() // slots recorded, not yet ordered: wake it now
+		} else if rec.State.Paused || rec.State.NextSlot.IsZero() {
 			continue
 		}
 		armed, err := hasMessage(ctx, work, snats.ScheduleTimerPrefix+id, snats.ScheduleDuePrefix+id)
@@ -234,8 +239,8 @@ func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 		if armed {
 			continue
 		}
-		s.log.Warn("sweep: the schedule had no timer; arming it again", "schedule", id, "at", rec.State.NextSlot)
-		if err := s.timers.ArmSchedule(ctx, id, rec.State.NextSlot); err != nil {
+		s.log.Warn("sweep: the schedule had no timer; arming it again", "schedule", id, "at", at)
+		if err := s.timers.ArmSchedule(ctx, id, at); err != nil {
 			return n, err
 		}
 		n++
@@ -330,7 +335,7 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 		if err != nil {
 			return Record{}, err
 		}
-		if _, err := s.kv.Update(ctx, id, data, rev); errors.Is(err, jetstream.ErrKeyExists) {
+		if _, err := s.kv.Update(ctx, id, data, rev); casConflict(err) {
 			continue // changed meanwhile
 		} else if err != nil {
 			return Record{}, fmt.Errorf("schedules: store %q: %w", id, err)
@@ -338,6 +343,13 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 		return rec, nil
 	}
 	return Record{}, fmt.Errorf("schedules: %q keeps changing; try again", id)
+}
+
+// casConflict reports a compare-and-set write refused because the key
+// moved on (on a replicated bucket the server says so with a code
+// ErrKeyExists does not match).
+func casConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // Pause stops a schedule from firing; the slots it misses while paused are
@@ -368,6 +380,9 @@ func (s *Schedules) Resume(ctx context.Context, id string) (Record, error) {
 	if err != nil {
 		return rec, err
 	}
+	if rec, err = s.flush(ctx, rec); err != nil {
+		return rec, err
+	}
 	if !rec.State.NextSlot.IsZero() {
 		err = s.timers.ArmSchedule(ctx, id, rec.State.NextSlot)
 	}
@@ -375,19 +390,36 @@ func (s *Schedules) Resume(ctx context.Context, id string) (Record, error) {
 }
 
 // Delete removes a schedule and its timer. Jobs it already ordered stay.
+// Slots a firing recorded before the delete (pending) are ordered before
+// it returns, and the record is removed only as read: a firing that
+// records a slot after the read makes the delete read again. So no slot
+// the schedule recorded is lost, and none is decided after Delete
+// returns; the firing's own publication of a slot ordered here is the
+// same command (one message id, one job).
 func (s *Schedules) Delete(ctx context.Context, id string) error {
-	if _, _, err := s.Get(ctx, id); err != nil {
-		return err
+	for range 8 {
+		rec, rev, err := s.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, f := range rec.State.Pending {
+			if err := s.order(ctx, rec.Definition, f); err != nil {
+				return err
+			}
+		}
+		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); casConflict(err) {
+			continue // changed meanwhile
+		} else if err != nil {
+			return fmt.Errorf("schedules: delete %q: %w", id, err)
+		}
+		return s.timers.DisarmSchedule(ctx, id)
 	}
-	if err := s.kv.Delete(ctx, id); err != nil {
-		return fmt.Errorf("schedules: delete %q: %w", id, err)
-	}
-	return s.timers.DisarmSchedule(ctx, id)
+	return fmt.Errorf("schedules: %q keeps changing; try again", id)
 }
 
-// Fire orders the slots of a schedule that are due now, as its catch-up
-// policy says, records them and arms the next slot's timer. Every step is
-// idempotent, so a repeated or concurrent firing orders nothing twice.
+// Fire records the slots of a schedule that are due now, as its catch-up
+// policy says, then orders them and arms the next slot's timer. Every step
+// is idempotent, so a repeated or concurrent firing orders nothing twice.
 func (s *Schedules) Fire(ctx context.Context, id string) (recurring.Plan, error) {
 	return s.fire(ctx, id, time.Time{})
 }
@@ -397,6 +429,26 @@ func (s *Schedules) Fire(ctx context.Context, id string) (recurring.Plan, error)
 // engine's clock behind the server's, which fires the timers, a timer for
 // a slot it did not find due would fire again at once, and again, until
 // this clock got there.
+//
+// It decides, then acts: one compare-and-set write records the slots it
+// fires (LastSlot, the recent history and the pending list, with each
+// slot's job id, computed, not asked for); only once that write succeeds
+// are their commands published, and a later write takes them off the
+// pending list. A pause or a delete that wins the write leaves nothing
+// to publish. A process that stops anywhere leaves no slot lost and none
+// ordered against a pause or delete that came first:
+//
+//   - before the write: nothing is recorded; the wake-up, not
+//     acknowledged, comes again and decides again;
+//   - after the write, before or while publishing: the slots are pending;
+//     the wake-up comes again and a firing publishes pending slots first
+//     (a paused schedule's too: they were decided before the pause), as
+//     do Resume and Delete, and the sweep wakes a schedule with pending
+//     slots that has no wake-up left;
+//   - after publishing, before the pending list is cleared: they are
+//     published again, as the same commands (the message id is the
+//     job's, so the stream drops the copy within its window, and after
+//     it the engine finds the job made).
 func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurring.Plan, error) {
 	now := s.now().UTC()
 	if woke.After(now) {
@@ -404,26 +456,25 @@ func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurr
 	}
 	var plan recurring.Plan
 	rec, err := s.update(ctx, id, func(r *Record, spec recurring.Spec) error {
+		plan = recurring.Plan{}
 		if r.State.Paused {
-			plan = recurring.Plan{}
 			return nil
 		}
 		plan = recurring.Due(r.Definition, spec, r.State, now)
-		jobs := make([]string, len(plan.Fire))
-		for i, slot := range plan.Fire {
-			job, err := s.order(ctx, r.Definition, slot)
-			if err != nil {
-				return err
-			}
-			jobs[i] = job
+		jobs, err := jobIDs(r.Definition, plan.Fire)
+		if err != nil {
+			return err
 		}
 		r.State = r.State.Apply(plan, jobs)
 		return nil
 	})
 	if errors.Is(err, ErrNoSchedule) {
-		return plan, nil // deleted: nothing to fire, nothing to arm
+		return recurring.Plan{}, nil // deleted: nothing to fire, nothing to arm
 	}
 	if err != nil {
+		return recurring.Plan{}, err
+	}
+	if rec, err = s.flush(ctx, rec); err != nil {
 		return plan, err
 	}
 	if !rec.State.Paused && !rec.State.NextSlot.IsZero() {
@@ -437,30 +488,63 @@ func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurr
 	return plan, nil
 }
 
-// order publishes one slot's schedule command, durably, as an upstream
-// system would, and returns the job id it maps to.
-func (s *Schedules) order(ctx context.Context, d recurring.Definition, slot time.Time) (string, error) {
-	cmd := d.Command(slot)
-	sched, err := aggregate.NewSchedule(cmd, aggregate.DefaultPolicy(), "")
-	if err != nil {
-		return "", fmt.Errorf("schedule %q, slot %s: %w", d.ID, slot.Format(time.RFC3339), err)
+// flush publishes the commands of a schedule's pending slots, then takes
+// them off its pending list. A schedule deleted meanwhile had them
+// published by the delete.
+func (s *Schedules) flush(ctx context.Context, rec Record) (Record, error) {
+	pending := rec.State.Pending
+	if len(pending) == 0 {
+		return rec, nil
 	}
-	data, err := json.Marshal(cmd)
+	for _, f := range pending {
+		if err := s.order(ctx, rec.Definition, f); err != nil {
+			return rec, err
+		}
+	}
+	out, err := s.update(ctx, rec.Definition.ID, func(r *Record, _ recurring.Spec) error {
+		r.State = r.State.Published(pending)
+		return nil
+	})
+	if errors.Is(err, ErrNoSchedule) {
+		rec.State = rec.State.Published(pending)
+		return rec, nil
+	}
+	return out, err
+}
+
+// jobIDs are the jobs the commands of a definition's slots make.
+func jobIDs(d recurring.Definition, slots []time.Time) ([]string, error) {
+	jobs := make([]string, len(slots))
+	for i, slot := range slots {
+		sched, err := aggregate.NewSchedule(d.Command(slot), aggregate.DefaultPolicy(), "")
+		if err != nil {
+			return nil, fmt.Errorf("schedule %q, slot %s: %w", d.ID, slot.Format(time.RFC3339), err)
+		}
+		jobs[i] = sched.JobID
+	}
+	return jobs, nil
+}
+
+// order publishes the schedule command of a slot recorded as fired,
+// durably, as an upstream system would.
+func (s *Schedules) order(ctx context.Context, d recurring.Definition, f recurring.Fired) error {
+	data, err := json.Marshal(d.Command(f.Slot))
 	if err != nil {
-		return "", err
+		return err
 	}
 	m := natsgo.NewMsg(snats.ScheduleSubject)
 	m.Data = data
 	// The message id is the job's: the same order again (a repeated
-	// firing) is dropped as a duplicate within the stream's window, and is
-	// the same job after it; another search for the slot (the schedule
-	// deleted and created again, corrected) is another command.
-	m.Header.Set(natsgo.MsgIdHdr, "schedule-"+d.ID+"-"+sched.JobID)
+	// firing, a slot published again after a crash) is dropped as a
+	// duplicate within the stream's window, and is the same job after it;
+	// another search for the slot (the schedule deleted and created again,
+	// corrected) is another command.
+	m.Header.Set(natsgo.MsgIdHdr, "schedule-"+d.ID+"-"+f.JobID)
 	m.Header.Set(HeaderSchedule, d.ID)
 	if _, err := s.js.PublishMsg(ctx, m); err != nil {
-		return "", fmt.Errorf("schedule %q, slot %s: publish: %w", d.ID, slot.Format(time.RFC3339), err)
+		return fmt.Errorf("schedule %q, slot %s: publish: %w", d.ID, f.Slot.Format(time.RFC3339), err)
 	}
-	return sched.JobID, nil
+	return nil
 }
 
 // HeaderSchedule names the recurring schedule that published a command.

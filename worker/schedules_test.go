@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	snats "github.com/serpent-engine/serpent/nats"
@@ -611,4 +612,196 @@ func TestRecreatedScheduleOrdersItsSlot(t *testing.T) {
 	l.start(l.engine("a", worker.Hooks{}), 2)
 	l.waitSettled(snats.IntakeConsumer)
 	require.True(t, l.jobExists(job), "the job the schedule recorded for its slot exists")
+}
+
+// hookJS is a JetStream whose schedule commands and schedule record
+// writes can be interrupted: beforeOrder runs before each command is
+// published on serp.cmd.schedule, beforeWrite before each compare-and-set
+// write of a record; an error either returns is the publish's or write's.
+type hookJS struct {
+	jetstream.JetStream
+	beforeOrder func() error
+	beforeWrite func() error
+}
+
+func (h *hookJS) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if m.Subject == snats.ScheduleSubject && h.beforeOrder != nil {
+		if err := h.beforeOrder(); err != nil {
+			return nil, err
+		}
+	}
+	return h.JetStream.PublishMsg(ctx, m, opts...)
+}
+
+func (h *hookJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	kv, err := h.JetStream.KeyValue(ctx, bucket)
+	return &hookKV{KeyValue: kv, h: h}, err
+}
+
+type hookKV struct {
+	jetstream.KeyValue
+	h *hookJS
+}
+
+func (k *hookKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if k.h.beforeWrite != nil {
+		if err := k.h.beforeWrite(); err != nil {
+			return 0, err
+		}
+	}
+	return k.KeyValue.Update(ctx, key, value, rev)
+}
+
+// hooked returns schedules over a hookJS, and that hookJS.
+func (l *live) hooked(now func() time.Time) (*worker.Schedules, *hookJS) {
+	h := &hookJS{JetStream: l.srv.JS}
+	s, err := worker.NewSchedules(context.Background(), h, snats.NewTimers(l.srv.JS, now), now, nil)
+	require.NoError(l.t, err)
+	return s, h
+}
+
+// once runs f the first time it is called, and returns nil after.
+func once(f func() error) func() error {
+	var o sync.Once
+	return func() error {
+		var err error
+		o.Do(func() { err = f() })
+		return err
+	}
+}
+
+// TestPauseOrDeleteRacingAFiring: a pause or a delete that lands while a
+// firing is under way. The firing published its commands before its
+// compare-and-set write: a pause that won the write left a job bought but
+// missing from the schedule's history, and a delete that won it had a
+// command published after Delete returned. Now the firing records its
+// slots first and publishes them after: what wins the write decides.
+func TestPauseOrDeleteRacingAFiring(t *testing.T) {
+	slot := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	setup := func(t *testing.T) (*live, *clock, *worker.Schedules, *worker.Schedules, *hookJS) {
+		l := setupLive(t, sandbox.Faults{})
+		c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+		s, h := l.hooked(c.Now)
+		_, err := s.Create(context.Background(), espresso("hourly", "@hourly"))
+		require.NoError(t, err)
+		c.Set(slot.Add(time.Second))
+		return l, c, s, l.schedules(c.Now), h
+	}
+	ctx := context.Background()
+
+	t.Run("a pause before the firing's write", func(t *testing.T) {
+		l, _, s, other, h := setup(t)
+		h.beforeWrite = once(func() error { _, err := other.Pause(ctx, "hourly"); return err })
+		plan, err := s.Fire(ctx, "hourly")
+		require.NoError(t, err)
+		require.Empty(t, plan.Fire)
+		require.Zero(t, l.scheduleCommands(), "nothing ordered for a paused schedule")
+		rec, _, err := s.Get(ctx, "hourly")
+		require.NoError(t, err)
+		require.Empty(t, rec.State.Recent)
+		require.Empty(t, rec.State.Pending)
+	})
+	t.Run("a pause after the firing's write", func(t *testing.T) {
+		l, _, s, other, h := setup(t)
+		h.beforeOrder = once(func() error { _, err := other.Pause(ctx, "hourly"); return err })
+		plan, err := s.Fire(ctx, "hourly")
+		require.NoError(t, err)
+		require.Equal(t, []time.Time{slot}, plan.Fire)
+		require.EqualValues(t, 1, l.scheduleCommands(), "decided before the pause: ordered")
+		rec, err := other.Resume(ctx, "hourly")
+		require.NoError(t, err)
+		require.Len(t, rec.State.Recent, 1, "the slot ordered is in the history")
+		require.Equal(t, slot, rec.State.Recent[0].Slot)
+		require.Empty(t, rec.State.Pending)
+		require.Zero(t, rec.State.Skipped, "the slot ordered is not counted as skipped")
+	})
+	t.Run("a delete before the firing's write", func(t *testing.T) {
+		l, _, s, other, h := setup(t)
+		h.beforeWrite = once(func() error { return other.Delete(ctx, "hourly") })
+		plan, err := s.Fire(ctx, "hourly")
+		require.NoError(t, err)
+		require.Empty(t, plan.Fire)
+		require.Zero(t, l.scheduleCommands(), "nothing ordered for a deleted schedule")
+	})
+	t.Run("a delete after the firing's write", func(t *testing.T) {
+		l, _, s, other, h := setup(t)
+		var atDelete uint64
+		h.beforeOrder = once(func() error {
+			err := other.Delete(ctx, "hourly")
+			atDelete = l.scheduleCommands()
+			return err
+		})
+		_, err := s.Fire(ctx, "hourly")
+		require.NoError(t, err)
+		require.EqualValues(t, 1, atDelete, "the slot recorded before the delete is ordered by the time it returns")
+		require.EqualValues(t, 1, l.scheduleCommands(), "nothing more after it: the firing's copy is the same command")
+	})
+}
+
+// TestFiringStoppedHalfwayLosesNoSlot: a firing that stops after recording
+// its slot, before its command is published, leaves it pending; the
+// wake-up delivered again publishes it first. One that stops after
+// publishing, before the pending list is cleared, publishes it again as
+// the same command. A paused schedule left with pending slots and no
+// wake-up is woken by the sweep.
+func TestFiringStoppedHalfwayLosesNoSlot(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+	s, h := l.hooked(c.Now)
+	_, err := s.Create(ctx, espresso("hourly", "@hourly"))
+	require.NoError(t, err)
+	crash := errors.New("the process stops here")
+
+	c.Set(time.Date(2026, 12, 2, 9, 0, 1, 0, time.UTC))
+	h.beforeOrder = once(func() error { return crash })
+	_, err = s.Fire(ctx, "hourly")
+	require.ErrorIs(t, err, crash)
+	require.Zero(t, l.scheduleCommands())
+	rec, _, err := s.Get(ctx, "hourly")
+	require.NoError(t, err)
+	require.Len(t, rec.State.Pending, 1, "recorded, not yet ordered")
+	plan, err := s.Fire(ctx, "hourly")
+	require.NoError(t, err)
+	require.Empty(t, plan.Fire, "nothing new is due")
+	require.EqualValues(t, 1, l.scheduleCommands(), "the pending slot is ordered")
+	rec, _, err = s.Get(ctx, "hourly")
+	require.NoError(t, err)
+	require.Empty(t, rec.State.Pending)
+
+	c.Set(time.Date(2026, 12, 2, 10, 0, 1, 0, time.UTC))
+	writes := 0
+	h.beforeWrite = func() error {
+		if writes++; writes == 2 { // the write that clears the pending list
+			return crash
+		}
+		return nil
+	}
+	_, err = s.Fire(ctx, "hourly")
+	require.ErrorIs(t, err, crash)
+	require.EqualValues(t, 2, l.scheduleCommands())
+	_, err = s.Fire(ctx, "hourly")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, l.scheduleCommands(), "published again: the same command, dropped as a duplicate")
+	h.beforeWrite = nil
+
+	c.Set(time.Date(2026, 12, 2, 11, 0, 1, 0, time.UTC))
+	h.beforeOrder = once(func() error { return crash })
+	_, err = s.Fire(ctx, "hourly")
+	require.ErrorIs(t, err, crash)
+	_, err = l.schedules(c.Now).Pause(ctx, "hourly")
+	require.NoError(t, err)
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	for _, subj := range []string{snats.ScheduleTimerPrefix + "hourly", snats.ScheduleDuePrefix + "hourly"} {
+		require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(subj)))
+	}
+	n, err := s.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a paused schedule with a pending slot is woken")
+	_, err = work.GetLastMsgForSubject(ctx, snats.ScheduleDuePrefix+"hourly")
+	require.NoError(t, err, "woken at once")
+	_, err = s.Fire(ctx, "hourly")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, l.scheduleCommands(), "the slot recorded before the pause is ordered")
 }
