@@ -16,7 +16,11 @@ type Fired struct {
 
 // State is what a schedule remembers between firings.
 type State struct {
-	Paused   bool      `json:"paused"`
+	Paused bool `json:"paused"`
+	// PausedAt is when a paused schedule was paused: slots due before it
+	// are caught up when it resumes, those after it skipped. (Zero in a
+	// state stored before it was kept: then all are skipped.)
+	PausedAt time.Time `json:"paused_at,omitzero"`
 	Created  time.Time `json:"created_at"`
 	LastSlot time.Time `json:"last_slot,omitzero"`
 	NextSlot time.Time `json:"next_slot,omitzero"`

@@ -353,15 +353,24 @@ func casConflict(err error) bool {
 }
 
 // Pause stops a schedule from firing; the slots it misses while paused are
-// skipped.
+// skipped. It records when it was paused (a second pause keeps the first
+// time): slots already due then are caught up when it resumes.
 func (s *Schedules) Pause(ctx context.Context, id string) (Record, error) {
+	now := s.now().UTC()
 	return s.update(ctx, id, func(r *Record, _ recurring.Spec) error {
-		r.State.Paused = true
+		if !r.State.Paused {
+			r.State.Paused, r.State.PausedAt = true, now
+		}
 		return nil
 	})
 }
 
-// Resume lets a paused schedule fire again from its next slot.
+// Resume lets a paused schedule fire again. The slots due before the pause
+// that it had not fired (a downtime just before it, a slot whose firing
+// the pause overtook) are caught up at once, as the catch-up policy says
+// after a downtime; the slots that came while it was paused are skipped.
+// (A schedule paused before the pause's time was recorded skips every
+// slot since its last.) It goes on from its next slot.
 func (s *Schedules) Resume(ctx context.Context, id string) (Record, error) {
 	now := s.now().UTC()
 	rec, err := s.update(ctx, id, func(r *Record, spec recurring.Spec) error {
@@ -369,6 +378,15 @@ func (s *Schedules) Resume(ctx context.Context, id string) (Record, error) {
 			return nil
 		}
 		r.State.Paused = false
+		if at := r.State.PausedAt; !at.IsZero() {
+			before := recurring.Due(r.Definition, spec, r.State, minTime(at, now))
+			jobs, err := jobIDs(r.Definition, before.Fire)
+			if err != nil {
+				return err
+			}
+			r.State = r.State.Apply(before, jobs)
+		}
+		r.State.PausedAt = time.Time{}
 		// The slots of the pause are skipped, not caught up.
 		skip := recurring.Due(r.Definition, spec, r.State, now)
 		r.State = r.State.Apply(recurring.Plan{Skipped: skip.Skipped + len(skip.Fire), Next: skip.Next}, nil)
@@ -549,3 +567,10 @@ func (s *Schedules) order(ctx context.Context, d recurring.Definition, f recurri
 
 // HeaderSchedule names the recurring schedule that published a command.
 const HeaderSchedule = "Serpent-Schedule"
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

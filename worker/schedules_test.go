@@ -690,7 +690,7 @@ func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("a pause before the firing's write", func(t *testing.T) {
-		l, _, s, other, h := setup(t)
+		l, c, s, other, h := setup(t)
 		h.beforeWrite = once(func() error { _, err := other.Pause(ctx, "hourly"); return err })
 		plan, err := s.Fire(ctx, "hourly")
 		require.NoError(t, err)
@@ -700,6 +700,14 @@ func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, rec.State.Recent)
 		require.Empty(t, rec.State.Pending)
+
+		c.Add(time.Minute)
+		rec, err = other.Resume(ctx, "hourly")
+		require.NoError(t, err)
+		require.Len(t, rec.State.Recent, 1, "due before the pause: ordered when it resumes")
+		require.Equal(t, slot, rec.State.Recent[0].Slot)
+		require.EqualValues(t, 1, l.scheduleCommands())
+		require.Zero(t, rec.State.Skipped)
 	})
 	t.Run("a pause after the firing's write", func(t *testing.T) {
 		l, _, s, other, h := setup(t)
@@ -804,4 +812,74 @@ func TestFiringStoppedHalfwayLosesNoSlot(t *testing.T) {
 	_, err = s.Fire(ctx, "hourly")
 	require.NoError(t, err)
 	require.EqualValues(t, 3, l.scheduleCommands(), "the slot recorded before the pause is ordered")
+}
+
+// TestResumeCatchesUpSlotsMissedBeforeThePause: slots missed before a pause
+// (no engine ran from 08:30; paused at 11:10) are caught up on resume as
+// the catch-up policy says after a downtime, and only the slots that came
+// while it was paused are skipped; resume skipped them all, so with fire
+// a short pause after a downtime lost every missed slot. A schedule paused
+// before the pause's time was recorded skips them all, as it did.
+func TestResumeCatchesUpSlotsMissedBeforeThePause(t *testing.T) {
+	at := func(h, m int) time.Time { return time.Date(2026, 12, 2, h, m, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		name    string
+		catchUp recurring.CatchUp
+		resume  time.Time
+		ordered []time.Time
+		skipped int
+	}{
+		{"fire, a second's pause", recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 5}, at(11, 10).Add(time.Second),
+			[]time.Time{at(9, 0), at(10, 0), at(11, 0)}, 0},
+		{"fire, a long pause", recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 5}, at(14, 30),
+			[]time.Time{at(9, 0), at(10, 0), at(11, 0)}, 3},
+		{"skip, a long pause", recurring.CatchUp{Policy: recurring.CatchUpSkip}, at(14, 30),
+			[]time.Time{at(11, 0)}, 2 + 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := setupLive(t, sandbox.Faults{})
+			ctx := context.Background()
+			c := &clock{now: at(8, 30)}
+			s := l.schedules(c.Now)
+			def := espresso("hourly", "@hourly")
+			def.CatchUp = tc.catchUp
+			_, err := s.Create(ctx, def)
+			require.NoError(t, err)
+			c.Set(at(11, 10)) // down since 08:30: 09, 10 and 11 missed
+			_, err = s.Pause(ctx, def.ID)
+			require.NoError(t, err)
+			c.Set(tc.resume)
+			rec, err := s.Resume(ctx, def.ID)
+			require.NoError(t, err)
+
+			var ordered []time.Time
+			for _, f := range rec.State.Recent {
+				ordered = append(ordered, f.Slot)
+			}
+			require.Equal(t, tc.ordered, ordered, "the slots before the pause, as the catch-up policy says")
+			require.EqualValues(t, len(tc.ordered), l.scheduleCommands(), "and their commands")
+			require.Equal(t, tc.skipped, rec.State.Skipped)
+			require.Empty(t, rec.State.Pending)
+			require.True(t, rec.State.PausedAt.IsZero())
+			require.Equal(t, tc.resume.Truncate(time.Hour).Add(time.Hour), rec.State.NextSlot)
+			plan, err := s.Fire(ctx, def.ID)
+			require.NoError(t, err)
+			require.Empty(t, plan.Fire, "nothing more is due")
+		})
+	}
+
+	t.Run("paused before the pause's time was kept", func(t *testing.T) {
+		l := setupLive(t, sandbox.Faults{})
+		ctx := context.Background()
+		c := &clock{now: at(11, 10)}
+		s := l.schedules(c.Now)
+		def := espresso("hourly", "@hourly")
+		def.TimeZone, def.CatchUp = "UTC", recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 5}
+		l.storeRaw(worker.Record{Definition: def, State: recurring.State{Created: at(8, 30), Paused: true}})
+		rec, err := s.Resume(ctx, def.ID)
+		require.NoError(t, err)
+		require.Empty(t, rec.State.Recent)
+		require.Equal(t, 3, rec.State.Skipped)
+		require.Zero(t, l.scheduleCommands())
+	})
 }

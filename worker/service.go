@@ -208,8 +208,8 @@ func AddScheduleEndpoints(ctx context.Context, svc micro.Service, s *Schedules) 
 		{"create", "a schedule definition (JSON); answers the stored schedule"},
 		{"list", `answers the schedules by id: every one, or a page with {"after":"<id>","limit":<n>}`},
 		{"get", "a schedule id; answers its definition, state and recent slots"},
-		{"pause", "a schedule id; stops it firing (missed slots are skipped)"},
-		{"resume", "a schedule id; lets it fire again from its next slot"},
+		{"pause", "a schedule id; stops it firing (slots that come while paused are skipped)"},
+		{"resume", "a schedule id; catches up slots due before the pause, as after a downtime, and fires again from its next slot"},
 		{"delete", "a schedule id; removes it (its jobs stay)"},
 	} {
 		h := func(ctx context.Context, r micro.Request) {
