@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,9 @@ type Schedules struct {
 type Record struct {
 	Definition recurring.Definition `json:"definition"`
 	State      recurring.State      `json:"state"`
+	// Creating marks a schedule stored whose claim on its search (see
+	// Create) is not made yet: it does not fire, and blocks no other.
+	Creating bool `json:"creating,omitempty"`
 }
 
 // Errors of schedule operations.
@@ -141,27 +146,29 @@ func storedSpec(d recurring.Definition, created time.Time) (recurring.Spec, erro
 // Create validates and stores a new schedule and arms its timer. An id in
 // use, or a definition overlapping another (the same search context over
 // times that meet), is refused.
+//
+// Two creates of overlapping definitions at once (two engines, two
+// requests) must not both pass the overlap check, so the check is made
+// under a claim on the search: a key of the bucket per search context,
+// "body.<SHA-256 of it>", listing the schedules created with it. The
+// record is stored first, marked creating (it neither fires nor blocks
+// another); then, in one compare-and-set write of the claim, it is
+// checked against every schedule created (one an earlier version stored
+// is in no claim) and every one the claim lists, and added to the claim;
+// then the record is marked created. Of two creates at once, the second write of
+// the claim fails, is made again, and finds the first listed. A listed
+// schedule whose record is gone (deleted, the claim not yet released) or
+// is of another search (its id used again) is dropped from the claim. A
+// create that stops before its claim leaves a record marked creating,
+// which blocks nothing; the same create again, or the sweep, finishes it
+// (or, if it overlaps one created meanwhile, removes it).
 func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record, error) {
 	now := s.now().UTC()
 	d, spec, err := s.canonical(d, now)
 	if err != nil {
 		return Record{}, err
 	}
-	all, err := s.List(ctx)
-	if err != nil {
-		return Record{}, err
-	}
-	for _, o := range all {
-		if o.State.NextSlot.IsZero() && !o.State.Paused {
-			continue // over (past its end): it orders nothing more
-		}
-		if o.Definition.ID != d.ID && d.Overlaps(o.Definition) {
-			return Record{}, &ScheduleError{Reason: "overlapping_schedule", Err: fmt.Errorf(
-				"schedule %q orders the same observations as schedule %q (same search context over times that meet); change one or delete the other",
-				d.ID, o.Definition.ID)}
-		}
-	}
-	rec := Record{Definition: d, State: recurring.State{Created: now}}
+	rec := Record{Definition: d, State: recurring.State{Created: now}, Creating: true}
 	plan := recurring.Due(d, spec, rec.State, now)
 	rec.State.NextSlot = plan.Next
 	if len(plan.Fire) > 0 {
@@ -178,19 +185,186 @@ func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record,
 	} else if err != nil {
 		return Record{}, fmt.Errorf("schedules: store %q: %w", d.ID, err)
 	}
-	if !rec.State.NextSlot.IsZero() {
-		if err := s.timers.ArmSchedule(ctx, d.ID, rec.State.NextSlot); err != nil {
+	return s.finishCreate(ctx, d)
+}
+
+// overlapping refuses d if one of the schedules all overlaps it. A schedule
+// over (past its end) orders nothing more and blocks nothing; one still
+// being created blocks only once listed in the claim on its search.
+func overlapping(d recurring.Definition, all []Record, listed []string) error {
+	for _, o := range all {
+		if o.Definition.ID == d.ID || (o.Creating && !slices.Contains(listed, o.Definition.ID)) {
+			continue
+		}
+		if o.State.NextSlot.IsZero() && !o.State.Paused {
+			continue // over (past its end): it orders nothing more
+		}
+		if d.Overlaps(o.Definition) {
+			return &ScheduleError{Reason: "overlapping_schedule", Err: fmt.Errorf(
+				"schedule %q orders the same observations as schedule %q (same search context over times that meet); change one or delete the other",
+				d.ID, o.Definition.ID)}
+		}
+	}
+	return nil
+}
+
+// finishCreate claims a stored schedule's search and marks it created, then
+// arms its timer; a schedule that overlaps one in the claim is removed and
+// refused.
+func (s *Schedules) finishCreate(ctx context.Context, d recurring.Definition) (Record, error) {
+	id := d.ID
+	if err := s.claim(ctx, d); err != nil {
+		var se *ScheduleError
+		if errors.As(err, &se) {
+			if derr := s.abandon(ctx, id); derr != nil {
+				s.log.Warn("a schedule refused as overlapping stays stored, marked creating (it neither fires nor blocks); the sweep removes it", "schedule", id, "err", derr)
+			}
+		}
+		return Record{}, err
+	}
+	rec, err := s.update(ctx, id, func(r *Record, _ recurring.Spec) error {
+		r.Creating = false
+		return nil
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if !rec.State.Paused && !rec.State.NextSlot.IsZero() {
+		if err := s.timers.ArmSchedule(ctx, id, rec.State.NextSlot); err != nil {
 			return rec, err
 		}
 	}
-	s.log.Info("schedule created", "schedule", d.ID, "expr", d.Schedule, "next", rec.State.NextSlot)
+	s.log.Info("schedule created", "schedule", id, "expr", d.Schedule, "next", rec.State.NextSlot)
 	return rec, nil
+}
+
+// abandon removes a schedule still marked creating.
+func (s *Schedules) abandon(ctx context.Context, id string) error {
+	for range 8 {
+		rec, rev, err := s.Get(ctx, id)
+		if errors.Is(err, ErrNoSchedule) || (err == nil && !rec.Creating) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); !casConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("schedules: %q keeps changing", id)
+}
+
+// claimKey is the key of the claim on a definition's search context.
+func claimKey(d recurring.Definition) string {
+	sum := sha256.Sum256([]byte(d.Body()))
+	return claimPrefix + hex.EncodeToString(sum[:])
+}
+
+// claimPrefix starts the keys of claims on search contexts; a schedule id
+// has no dot, so no schedule's key starts with it.
+const claimPrefix = "body."
+
+// searchClaim is the value of a claim: the schedules created with its
+// search context.
+type searchClaim struct {
+	Schedules []string `json:"schedules"`
+}
+
+// claim checks d against the schedules of its search context and adds it
+// to their claim, in one compare-and-set write of the claim.
+func (s *Schedules) claim(ctx context.Context, d recurring.Definition) error {
+	key := claimKey(d)
+	for range 8 {
+		var c searchClaim
+		var rev uint64
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return fmt.Errorf("schedules: read the claim on %q's search: %w", d.ID, err)
+		default:
+			if err := json.Unmarshal(e.Value(), &c); err != nil {
+				return fmt.Errorf("schedules: the claim on %q's search is unreadable: %w", d.ID, err)
+			}
+			rev = e.Revision()
+		}
+		all, err := s.List(ctx)
+		if err != nil {
+			return err
+		}
+		if err := overlapping(d, all, c.Schedules); err != nil {
+			return err
+		}
+		keep := []string{d.ID}
+		for _, id := range c.Schedules {
+			if id != d.ID && slices.ContainsFunc(all, func(r Record) bool { return r.Definition.ID == id && r.Definition.Body() == d.Body() }) {
+				keep = append(keep, id)
+			}
+		}
+		slices.Sort(keep)
+		data, err := json.Marshal(searchClaim{Schedules: keep})
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, key, data)
+		} else {
+			_, err = s.kv.Update(ctx, key, data, rev)
+		}
+		if casConflict(err) {
+			continue // another create or delete on this search: check again
+		}
+		if err != nil {
+			return fmt.Errorf("schedules: claim %q's search: %w", d.ID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("schedules: the claim on %q's search keeps changing; try again", d.ID)
+}
+
+// release takes a deleted schedule off the claim on its search. A claim
+// left listing it (a failed release) is harmless: the next create on the
+// search drops it.
+func (s *Schedules) release(ctx context.Context, d recurring.Definition) error {
+	key := claimKey(d)
+	for range 8 {
+		e, err := s.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var c searchClaim
+		if err := json.Unmarshal(e.Value(), &c); err != nil {
+			return err
+		}
+		if !slices.Contains(c.Schedules, d.ID) {
+			return nil
+		}
+		c.Schedules = slices.DeleteFunc(c.Schedules, func(id string) bool { return id == d.ID })
+		if len(c.Schedules) == 0 {
+			err = s.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+		} else {
+			data, merr := json.Marshal(c)
+			if merr != nil {
+				return merr
+			}
+			_, err = s.kv.Update(ctx, key, data, e.Revision())
+		}
+		if !casConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("the claim keeps changing")
 }
 
 // createdBefore answers a create whose id is taken. The same definition is
 // the same create again (a redelivered command, a retried request, or one
-// whose timer failed to arm after the record was stored): it succeeds, and
-// arms the timer again. Another definition under that id is refused.
+// whose timer failed to arm after the record was stored): it succeeds,
+// finishing a create that stopped before its claim, and arms the timer
+// again. Another definition under that id is refused.
 func (s *Schedules) createdBefore(ctx context.Context, d recurring.Definition) (Record, error) {
 	rec, _, err := s.Get(ctx, d.ID)
 	if err != nil {
@@ -200,6 +374,9 @@ func (s *Schedules) createdBefore(ctx context.Context, d recurring.Definition) (
 	now, _ := json.Marshal(d)
 	if string(was) != string(now) {
 		return Record{}, fmt.Errorf("%w: %q", ErrScheduleExists, d.ID)
+	}
+	if rec.Creating {
+		return s.finishCreate(ctx, rec.Definition)
 	}
 	if !rec.State.Paused && !rec.State.NextSlot.IsZero() {
 		if err := s.timers.ArmSchedule(ctx, d.ID, rec.State.NextSlot); err != nil {
@@ -213,7 +390,9 @@ func (s *Schedules) createdBefore(ctx context.Context, d recurring.Definition) (
 // timer nor a due message waiting (a purged work stream, a timer that
 // failed to arm), for its next slot; a schedule with pending slots
 // (recorded as fired, maybe not yet ordered), paused or not, is woken at
-// once. It returns how many it armed.
+// once. A schedule still marked creating (its create stopped before its
+// claim) is finished, or removed if it overlaps one created meanwhile. It
+// returns how many timers it armed for schedules created before.
 func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 	work, err := s.js.Stream(ctx, snats.WorkStream)
 	if err != nil {
@@ -226,6 +405,15 @@ func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 	n := 0
 	for _, rec := range all {
 		id := rec.Definition.ID
+		if rec.Creating {
+			// A create that stopped before its claim: finish it, or
+			// remove it if it overlaps one created meanwhile.
+			s.log.Warn("sweep: finishing the create of a schedule", "schedule", id)
+			if _, err := s.finishCreate(ctx, rec.Definition); err != nil && scheduleReason(err) == "" {
+				return n, err
+			}
+			continue
+		}
 		at := rec.State.NextSlot
 		if len(rec.State.Pending) > 0 {
 			at = s.now() // slots recorded, not yet ordered: wake it now
@@ -280,7 +468,7 @@ func (s *Schedules) ListPage(ctx context.Context, after string, limit int) ([]Re
 	}
 	var ids []string
 	for id := range keys.Keys() {
-		if id > after {
+		if id > after && !strings.HasPrefix(id, claimPrefix) {
 			ids = append(ids, id)
 		}
 	}
@@ -349,7 +537,13 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 // moved on (on a replicated bucket the server says so with a code
 // ErrKeyExists does not match).
 func casConflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return true
+	}
+	// Create over a deleted key returns the server's error as it is.
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // Pause stops a schedule from firing; the slots it misses while paused are
@@ -430,6 +624,9 @@ func (s *Schedules) Delete(ctx context.Context, id string) error {
 		} else if err != nil {
 			return fmt.Errorf("schedules: delete %q: %w", id, err)
 		}
+		if err := s.release(ctx, rec.Definition); err != nil {
+			s.log.Warn("schedule deleted, its claim on its search not released (the next create on the search drops it)", "schedule", id, "err", err)
+		}
 		return s.timers.DisarmSchedule(ctx, id)
 	}
 	return fmt.Errorf("schedules: %q keeps changing; try again", id)
@@ -475,7 +672,7 @@ func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurr
 	var plan recurring.Plan
 	rec, err := s.update(ctx, id, func(r *Record, spec recurring.Spec) error {
 		plan = recurring.Plan{}
-		if r.State.Paused {
+		if r.State.Paused || r.Creating {
 			return nil
 		}
 		plan = recurring.Due(r.Definition, spec, r.State, now)
@@ -495,7 +692,7 @@ func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurr
 	if rec, err = s.flush(ctx, rec); err != nil {
 		return plan, err
 	}
-	if !rec.State.Paused && !rec.State.NextSlot.IsZero() {
+	if !rec.State.Paused && !rec.Creating && !rec.State.NextSlot.IsZero() {
 		if err := s.timers.ArmSchedule(ctx, id, rec.State.NextSlot); err != nil {
 			return plan, err
 		}

@@ -614,14 +614,19 @@ func TestRecreatedScheduleOrdersItsSlot(t *testing.T) {
 	require.True(t, l.jobExists(job), "the job the schedule recorded for its slot exists")
 }
 
-// hookJS is a JetStream whose schedule commands and schedule record
-// writes can be interrupted: beforeOrder runs before each command is
-// published on serp.cmd.schedule, beforeWrite before each compare-and-set
-// write of a record; an error either returns is the publish's or write's.
+// hookJS is a JetStream whose schedule commands and writes of the
+// schedules bucket can be interrupted: beforeOrder runs before each
+// command is published on serp.cmd.schedule, beforeStore before a record
+// is first stored (Create), beforeWrite before each compare-and-set write
+// of a record (Update), beforeClaim before each write of a claim on a
+// search ("create", "update" or "delete"); an error one returns is the
+// publish's or write's.
 type hookJS struct {
 	jetstream.JetStream
 	beforeOrder func() error
+	beforeStore func() error
 	beforeWrite func() error
+	beforeClaim func(op string) error
 }
 
 func (h *hookJS) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
@@ -643,13 +648,38 @@ type hookKV struct {
 	h *hookJS
 }
 
+// before runs the hook for a write of key.
+func (k *hookKV) before(op, key string) error {
+	switch claim := strings.HasPrefix(key, "body."); {
+	case claim && k.h.beforeClaim != nil:
+		return k.h.beforeClaim(op)
+	case !claim && op == "create" && k.h.beforeStore != nil:
+		return k.h.beforeStore()
+	case !claim && op == "update" && k.h.beforeWrite != nil:
+		return k.h.beforeWrite()
+	}
+	return nil
+}
+
+func (k *hookKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if err := k.before("create", key); err != nil {
+		return 0, err
+	}
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
 func (k *hookKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
-	if k.h.beforeWrite != nil {
-		if err := k.h.beforeWrite(); err != nil {
-			return 0, err
-		}
+	if err := k.before("update", key); err != nil {
+		return 0, err
 	}
 	return k.KeyValue.Update(ctx, key, value, rev)
+}
+
+func (k *hookKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	if err := k.before("delete", key); err != nil {
+		return err
+	}
+	return k.KeyValue.Delete(ctx, key, opts...)
 }
 
 // hooked returns schedules over a hookJS, and that hookJS.
@@ -882,4 +912,137 @@ func TestResumeCatchesUpSlotsMissedBeforeThePause(t *testing.T) {
 		require.Equal(t, 3, rec.State.Skipped)
 		require.Zero(t, l.scheduleCommands())
 	})
+}
+
+// rendezvous holds the first two callers of each stage until both are
+// there; later callers pass.
+type rendezvous struct {
+	t    *testing.T
+	mu   sync.Mutex
+	seen map[string]int
+	both map[string]chan struct{}
+}
+
+func (r *rendezvous) meet(stage string) error {
+	r.mu.Lock()
+	if r.seen == nil {
+		r.seen, r.both = map[string]int{}, map[string]chan struct{}{}
+	}
+	r.seen[stage]++
+	n := r.seen[stage]
+	if r.both[stage] == nil {
+		r.both[stage] = make(chan struct{})
+	}
+	both := r.both[stage]
+	if n == 2 {
+		close(both)
+	}
+	r.mu.Unlock()
+	if n > 2 {
+		return nil
+	}
+	select {
+	case <-both:
+		return nil
+	case <-time.After(30 * time.Second): // a bound, not a wait: both come at once
+		r.t.Errorf("the other create never reached %s", stage)
+		return errors.New("no rendezvous")
+	}
+}
+
+// TestConcurrentOverlappingCreatesOneWins: two creates of the same search
+// under different ids at once (two engines, two requests) both passed the
+// overlap check, made against the schedules listed before either was
+// stored, and both were created. Here both are stored, and both read the
+// claim on their search before either writes it: one write wins, the
+// other is made again, finds the winner listed and is refused; its record
+// is removed.
+func TestConcurrentOverlappingCreatesOneWins(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	r := &rendezvous{t: t}
+	h := &hookJS{JetStream: l.srv.JS,
+		beforeStore: func() error { return r.meet("store") },
+		beforeClaim: func(string) error { return r.meet("claim") },
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, id := range []string{"a", "b"} {
+		s, err := worker.NewSchedules(ctx, h, snats.NewTimers(l.srv.JS, nil), nil, nil)
+		require.NoError(t, err)
+		d := espresso(id, "@hourly")
+		d.Query = "espresso scale"
+		wg.Go(func() { _, errs[i] = s.Create(ctx, d) })
+	}
+	wg.Wait()
+	require.True(t, (errs[0] == nil) != (errs[1] == nil), "one is created, one refused: %v", errs)
+	var se *worker.ScheduleError
+	require.ErrorAs(t, errors.Join(errs...), &se)
+	require.Equal(t, "overlapping_schedule", se.Reason)
+	list, err := l.schedules(nil).List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1, "the refused one is not left stored")
+	require.False(t, list[0].Creating)
+}
+
+// TestCreateStoppedHalfwayBlocksNothingForEver: a create that stops after
+// storing its record, before its claim on the search, leaves a record
+// that neither fires nor blocks (another schedule for the search is
+// created; the stopped one, tried again, is refused and removed). One
+// that stops after its claim, before marking the record created, blocks
+// the search until the sweep finishes it. A delete whose release of the
+// claim failed leaves a claim naming a schedule that is gone, which the
+// next create on the search drops.
+func TestCreateStoppedHalfwayBlocksNothingForEver(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	crash := errors.New("the process stops here")
+	s, h := l.hooked(nil)
+	plain := l.schedules(nil)
+	same := func(id string) recurring.Definition {
+		d := espresso(id, "@hourly")
+		d.Query = "espresso scale"
+		return d
+	}
+
+	failClaim := func() { f := once(func() error { return crash }); h.beforeClaim = func(string) error { return f() } }
+	failClaim()
+	_, err := s.Create(ctx, same("stopped"))
+	require.ErrorIs(t, err, crash)
+	rec, _, err := plain.Get(ctx, "stopped")
+	require.NoError(t, err)
+	require.True(t, rec.Creating, "stored, not yet created")
+	_, err = plain.Create(ctx, same("next"))
+	require.NoError(t, err, "a create that stopped before its claim blocks nothing")
+	_, err = plain.Create(ctx, same("stopped"))
+	var se *worker.ScheduleError
+	require.ErrorAs(t, err, &se, "tried again, it overlaps the one created meanwhile")
+	require.Equal(t, "overlapping_schedule", se.Reason)
+	_, _, err = plain.Get(ctx, "stopped")
+	require.ErrorIs(t, err, worker.ErrNoSchedule, "and is removed")
+	require.NoError(t, plain.Delete(ctx, "next"))
+
+	h.beforeWrite = once(func() error { return crash })
+	_, err = s.Create(ctx, same("claimed"))
+	require.ErrorIs(t, err, crash)
+	_, err = plain.Create(ctx, same("other"))
+	require.ErrorAs(t, err, &se, "claimed: it blocks the search")
+	n, err := plain.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
+	rec, _, err = plain.Get(ctx, "claimed")
+	require.NoError(t, err)
+	require.False(t, rec.Creating, "the sweep finished it")
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	_, err = work.GetLastMsgForSubject(ctx, snats.ScheduleTimerPrefix+"claimed")
+	require.NoError(t, err, "and armed its timer")
+
+	failClaim()
+	require.NoError(t, s.Delete(ctx, "claimed"), "deleted, its claim not released")
+	_, err = plain.Create(ctx, same("after"))
+	require.NoError(t, err, "the claim of a schedule that is gone is dropped")
+	list, err := plain.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1, "claims are not listed as schedules")
 }

@@ -173,6 +173,8 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 
 func scheduleState(r worker.Record) string {
 	switch {
+	case r.Creating:
+		return "creating" // stored, its create not finished: it does not fire
 	case r.State.Paused:
 		return "paused"
 	case r.State.NextSlot.IsZero():
