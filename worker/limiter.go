@@ -451,7 +451,7 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 		}
 		var own []byte
 		rev, err := l.kv.Create(ctx, key, value)
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		if snats.IsCASConflict(err) {
 			e, gerr := l.kv.Get(ctx, key)
 			if gerr != nil {
 				continue
@@ -464,7 +464,7 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 				own = e.Value() // the job's earlier search's: taken over
 			}
 			rev, err = l.kv.Update(ctx, key, value, e.Revision())
-			if errors.Is(err, jetstream.ErrKeyExists) {
+			if snats.IsCASConflict(err) {
 				continue
 			}
 		}
@@ -598,7 +598,7 @@ func (p *Permit) release(ctx context.Context) {
 		return kv.Delete(ctx, p.slot, jetstream.LastRevision(rev))
 	}
 	err := give()
-	if errors.Is(err, jetstream.ErrKeyExists) && p.written != nil {
+	if snats.IsCASConflict(err) && p.written != nil {
 		// Another delivery of the job took the slot over and gave it
 		// back: the value is this permit's again, at a newer revision.
 		if e, gerr := kv.Get(ctx, p.slot); gerr == nil && bytes.Equal(e.Value(), p.written) {
@@ -606,7 +606,7 @@ func (p *Permit) release(ctx context.Context) {
 			err = give()
 		}
 	}
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err != nil && !snats.IsCASConflict(err) && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		p.l.log.Warn("limiter: slot not released; it frees itself when its lease ends", "slot", p.slot, "err", err)
 	}
 	p.slot, p.ownOld, p.written = "", nil, nil
@@ -667,7 +667,7 @@ func (l *Limiter) update(ctx context.Context, key string, fn func(old []byte) ([
 		} else {
 			_, err = l.kv.Update(ctx, key, value, rev)
 		}
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		if snats.IsCASConflict(err) {
 			// Changed meanwhile, by one of the many workers that share
 			// the key: back off a random moment, so they spread out.
 			if time.Now().After(give) {

@@ -248,7 +248,7 @@ func (s *Schedules) abandon(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); !casConflict(err) {
+		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); !snats.IsCASConflict(err) {
 			return err
 		}
 	}
@@ -312,7 +312,7 @@ func (s *Schedules) claim(ctx context.Context, d recurring.Definition) error {
 		} else {
 			_, err = s.kv.Update(ctx, key, data, rev)
 		}
-		if casConflict(err) {
+		if snats.IsCASConflict(err) {
 			continue // another create or delete on this search: check again
 		}
 		if err != nil {
@@ -353,7 +353,7 @@ func (s *Schedules) release(ctx context.Context, d recurring.Definition) error {
 			}
 			_, err = s.kv.Update(ctx, key, data, e.Revision())
 		}
-		if !casConflict(err) {
+		if !snats.IsCASConflict(err) {
 			return err
 		}
 	}
@@ -523,7 +523,7 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 		if err != nil {
 			return Record{}, err
 		}
-		if _, err := s.kv.Update(ctx, id, data, rev); casConflict(err) {
+		if _, err := s.kv.Update(ctx, id, data, rev); snats.IsCASConflict(err) {
 			continue // changed meanwhile
 		} else if err != nil {
 			return Record{}, fmt.Errorf("schedules: store %q: %w", id, err)
@@ -531,19 +531,6 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 		return rec, nil
 	}
 	return Record{}, fmt.Errorf("schedules: %q keeps changing; try again", id)
-}
-
-// casConflict reports a compare-and-set write refused because the key
-// moved on (on a replicated bucket the server says so with a code
-// ErrKeyExists does not match).
-func casConflict(err error) bool {
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return true
-	}
-	// Create over a deleted key returns the server's error as it is.
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // Pause stops a schedule from firing; the slots it misses while paused are
@@ -619,7 +606,7 @@ func (s *Schedules) Delete(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); casConflict(err) {
+		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); snats.IsCASConflict(err) {
 			continue // changed meanwhile
 		} else if err != nil {
 			return fmt.Errorf("schedules: delete %q: %w", id, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -330,7 +331,7 @@ func (a *applier) writeEach(ctx context.Context, vs []pendingValue) ([]projectio
 			a.writes++
 			a.mu.Unlock()
 		case err := <-futs[i].Err():
-			if isConflict(err) {
+			if snats.IsCASConflict(err) {
 				conflicted = append(conflicted, v.t)
 			} else {
 				errs = append(errs, fmt.Errorf("projector: write %s: %w", v.t, err))

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // lease is a claim on one key of the control bucket, kept alive by
@@ -104,7 +105,7 @@ func (l *lease) acquire(ctx context.Context) (bool, error) {
 	default:
 		newRev, err = l.kv.Update(ctx, l.key, l.value(), e.Revision())
 	}
-	if isConflict(err) {
+	if snats.IsCASConflict(err) {
 		return false, nil // someone else got there first
 	}
 	if err != nil {
@@ -138,7 +139,7 @@ func (l *lease) renew(ctx context.Context) error {
 	rev, err := l.kv.Update(ctx, l.key, l.value(), l.rev)
 	if err != nil {
 		l.rev = 0
-		if isConflict(err) {
+		if snats.IsCASConflict(err) {
 			return errLeaseLost
 		}
 		return fmt.Errorf("projector: renew %s lease: %w", l.key, err)
@@ -159,16 +160,6 @@ func (l *lease) release(ctx context.Context) {
 }
 
 var errLeaseLost = errors.New("projector: lease lost")
-
-// isConflict reports a failed compare-and-set: the key moved on.
-func isConflict(err error) bool {
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
 
 // live reports whether a key someone else renews (a rebuild's pause
 // request) is alive: present, and its revision moved within a TTL.

@@ -9,6 +9,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -107,7 +108,7 @@ func waitWrites(ctx context.Context, ws []pendingWrite) error {
 		select {
 		case <-p.fut.Ok():
 		case err := <-p.fut.Err():
-			if isConflict(err) {
+			if snats.IsCASConflict(err) {
 				err = fmt.Errorf("it changed during the switch (is a runner still writing?): %w", err)
 			}
 			errs = append(errs, fmt.Errorf("projector: switch %s: %w", p.key, err))
