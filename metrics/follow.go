@@ -100,7 +100,7 @@ func (f *follower) history(ctx context.Context, jobID string) ([]events.Event, e
 	var corrupt *store.CorruptError
 	if errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid) {
 		f.log.Warn("metrics: a finished job's events cannot be read; counting its new event as if it had none",
-			"job_id", jobID, "err", err)
+			"job", jobID, "err", err)
 		return nil, nil
 	}
 	if err != nil {
