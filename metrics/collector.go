@@ -33,7 +33,7 @@ var (
 	descPurchases       = desc("serpent_purchases_total", "Searches the log says were bought: stored observations and charges found without a result.")
 	descPages           = desc("serpent_billed_pages_total", "Pages billed (after the account's free pages): pages with results of stored observations (source=observation) and billed pages of charges found without a result (source=charged_no_result).", "source")
 	descDoubles         = desc("serpent_suspected_double_charges", "Jobs whose log shows more purchases than one plus their authorised re-purchases. Must be 0.")
-	descUndecodable     = desc("serpent_undecodable_events_total", "Messages of SERP_EVENTS that are not readable events.")
+	descUndecodable     = desc("serpent_undecodable_events_total", "Messages of SERP_EVENTS that are not readable events, or not of the job whose subject they are on (another job, message id or type header).")
 	descLogSeq          = desc("serpent_metrics_log_seq", "Stream sequence of the last event these metrics counted.")
 	descHeld            = desc("serpent_metrics_jobs_held", "Jobs these metrics hold in memory: the jobs in flight (a finished job is counted and let go).")
 	descLagEvents       = desc("serpent_projection_lag_events", "Events of SERP_EVENTS not applied to the projection buckets yet.")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/store"
 )
 
@@ -61,18 +61,22 @@ func (f *follower) read(ctx context.Context) error {
 	return snats.TailEvents(ctx, f.js, f.t.Seq(), func(m jetstream.Msg) error { return f.apply(ctx, m) })
 }
 
-// apply decodes one message of the log into the tally.
+// apply decodes one message of the log into the tally. A message that is
+// not an event, or not one of the job whose subject it is on (stored
+// under another id or type), is counted as undecodable: the projector,
+// the audit and the store take it for a corrupt one too.
 func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 	meta, err := m.Metadata()
 	if err != nil {
 		return nil
 	}
-	e, err := projections.DecodeLight(m.Data())
+	r, err := projector.DecodeEvent(snats.EventSubjectPrefix, projector.Message{
+		Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, true)
 	if err != nil {
 		f.t.Undecodable(meta.Sequence.Stream)
 		return nil
 	}
-	r := projections.Record{Seq: meta.Sequence.Stream, Event: e}
+	e := r.Event
 	if f.t.Apply(r) {
 		return nil
 	}

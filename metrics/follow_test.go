@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -162,4 +163,63 @@ func (s *syncBuffer) Bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return bytes.Clone(s.b.Bytes())
+}
+
+// TestFollowCountsMisplacedEventsAsUndecodable: Follow reads the log as
+// the projector, the audit and the store do (projector.DecodeEvent): an
+// event stored on another job's subject, or under another message id or
+// type header, is not an event of the log but a corrupt message
+// (serpent_undecodable_events_total, what its alert is there to catch).
+// Counted as events, each stray copy of a job's ObservationStored would
+// be a second purchase of the job, and would move its state through a
+// replay of its history.
+func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
+	require.NoError(t, err)
+	ids := projectionstest.IDsFrom(0)
+	b := projectionstest.NewJob(t, ids, "kettle", projectionstest.T0)
+	b.Send()
+	b.Reply(aggregate.Outcome{Status: 200, RequestID: "req_b", Result: projectionstest.Result("req_b", 1), Pages: 1})
+	_, err = st.Append(ctx, b.S.JobID, 0, b.Log...)
+	require.NoError(t, err)
+
+	// Copies of b's ObservationStored, each under an id of its own.
+	stray := func() []byte {
+		e := b.Log[len(b.Log)-1]
+		e.ID = ids.EventID()
+		data, err := events.Encode(e)
+		require.NoError(t, err)
+		return data
+	}
+	publish := func(subject string, header natsgo.Header) {
+		_, err := srv.JS.PublishMsg(ctx, &natsgo.Msg{Subject: subject, Header: header, Data: stray()})
+		require.NoError(t, err)
+	}
+	publish(snats.EventSubjectPrefix+"fedcba9876543210fedcba9876543210", nil)            // another job's subject
+	publish(snats.EventSubjectPrefix+b.S.JobID, natsgo.Header{"Nats-Msg-Id": {"evt_x"}}) // another message id
+	publish(snats.EventSubjectPrefix+b.S.JobID, natsgo.Header{events.HeaderType: {"Sent"}})
+	last := uint64(len(b.Log) + 3)
+
+	tally := metrics.NewTally().ForgetFinished()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	defer wg.Wait()
+	defer cancel()
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if got := tally.Seq(); got < last {
+			return fmt.Errorf("counted up to %d of %d", got, last)
+		}
+		return nil
+	})
+	c := tally.Counts()
+	require.EqualValues(t, 3, c.Undecodable, "the three misplaced copies")
+	require.EqualValues(t, 1, c.Purchases, "one search was bought")
+	require.Zero(t, c.DoubleCharges)
+	require.Equal(t, map[aggregate.Status]int{aggregate.StatusSucceeded: 1}, jobsIn(c))
 }

@@ -98,7 +98,7 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 	reload := func(jobID string, _ uint64) ([]events.Event, error) {
 		var h []events.Event
 		for _, m := range msgs {
-			if rec, err := decodeEvent(o.prefix(), m, true); err == nil && rec.Event.JobID == jobID {
+			if rec, err := DecodeEvent(o.prefix(), m, true); err == nil && rec.Event.JobID == jobID {
 				h = append(h, rec.Event)
 			}
 		}
@@ -135,7 +135,7 @@ func loadJob(ctx context.Context, js jetstream.JetStream, stream, prefix, jobID 
 			}
 			reached = m.Sequence
 			got++
-			rec, err := decodeEvent(prefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
+			rec, err := DecodeEvent(prefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
 			if err == nil {
 				out = append(out, rec.Event)
 			}
@@ -271,7 +271,7 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 func decodeChunk(prefix string, msgs []Message) decoded {
 	d := decoded{recs: make([]projections.Record, 0, len(msgs))}
 	for _, m := range msgs {
-		rec, err := decodeEvent(prefix, m, true)
+		rec, err := DecodeEvent(prefix, m, true)
 		if err == nil {
 			d.recs = append(d.recs, rec)
 			continue

@@ -63,7 +63,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 				return fmt.Errorf("projector: filling the gap %d..%d read %d of its %d events; trying again", next, seq-1, len(missing), seq-next)
 			}
 			for _, mm := range missing {
-				rec, err := decodeEvent(prefix, mm, false)
+				rec, err := DecodeEvent(prefix, mm, false)
 				if err != nil {
 					return err
 				}
@@ -71,7 +71,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			gaps += len(missing)
 		}
-		rec, err := decodeEvent(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		rec, err := DecodeEvent(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
 		if err != nil {
 			return err
 		}

@@ -26,12 +26,16 @@ type Message struct {
 	Time    time.Time
 }
 
-// decodeEvent reads an event message strictly (projections.Decode, as
+// DecodeEvent reads an event message strictly (projections.Decode, as
 // events.Decode) and checks it belongs where it is stored: the job its
 // subject names, under its own message id and type header. Without a
 // subject (a recorded log) only the event is read. light leaves results
-// out (projections.DecodeLight). Errors are *store.CorruptError.
-func decodeEvent(prefix string, m Message, light bool) (projections.Record, error) {
+// out (projections.DecodeLight). Errors are *store.CorruptError. prefix
+// is what comes before the job id in the subject (for SERP_EVENTS,
+// snats.EventSubjectPrefix). The runner, the audit and the metrics'
+// fold (metrics.Follow) all read the log with it, so they agree on what
+// is an event.
+func DecodeEvent(prefix string, m Message, light bool) (projections.Record, error) {
 	jobID := strings.TrimPrefix(m.Subject, prefix)
 	decode := projections.Decode
 	if light {

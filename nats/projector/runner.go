@@ -202,7 +202,7 @@ func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]proj
 	}
 	recs := make([]projections.Record, 0, len(msgs))
 	for _, m := range msgs {
-		rec, err := decodeEvent(prefix, m, false)
+		rec, err := DecodeEvent(prefix, m, false)
 		if err != nil {
 			return nil, err
 		}
