@@ -12,6 +12,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/store"
 )
 
@@ -21,24 +22,31 @@ import (
 // stopped), so it needs only read access to the stream; a stream that is
 // not there yet is waited for. When t forgets finished jobs, a job's
 // earlier events are loaded (with direct gets) for the rare event that
-// comes after it finished; a load that fails is tried again, from that
-// event. log may be nil.
+// comes after it finished; a load that fails, or comes back short (a
+// replica behind the leader answered), is tried again, from that event.
+// log may be nil.
 func Follow(ctx context.Context, js jetstream.JetStream, t *Tally, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &follower{js: js, t: t, log: log}
+	f.run(ctx)
+}
+
+// run reads the log until ctx ends, again after each failure, waiting
+// longer each time (up to 5 s) while nothing new is counted.
+func (f *follower) run(ctx context.Context) {
 	retry := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		before := t.Seq()
+		before := f.t.Seq()
 		err := f.read(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if t.Seq() > before {
+		if f.t.Seq() > before {
 			retry = 100 * time.Millisecond
 		}
-		log.Debug("metrics: reading the event log failed; trying again", "err", err, "retry_in", retry)
+		f.log.Debug("metrics: reading the event log failed; trying again", "err", err, "retry_in", retry)
 		select {
 		case <-ctx.Done():
 		case <-time.After(retry):
@@ -53,6 +61,9 @@ type follower struct {
 	t     *Tally
 	log   *slog.Logger
 	store *snats.EventStore // made when first needed
+	// load reads a job's events and the stream sequence of the last one
+	// read: the event store's Load when nil.
+	load func(ctx context.Context, jobID string) ([]events.Event, uint64, error)
 }
 
 // read feeds the tally until the consumer fails, a job's history cannot
@@ -76,11 +87,10 @@ func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 		f.t.Undecodable(meta.Sequence.Stream)
 		return nil
 	}
-	e := r.Event
 	if f.t.Apply(r) {
 		return nil
 	}
-	history, err := f.history(ctx, e.JobID)
+	history, err := f.history(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -88,19 +98,19 @@ func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
-// history loads a job's events. A job whose events cannot be read (one
-// of them is corrupt, counted as undecodable where it stands, or its id
-// is not one a job can have) comes back as nothing, with a warning,
-// rather than holding the tally up for good.
-func (f *follower) history(ctx context.Context, jobID string) ([]events.Event, error) {
-	if f.store == nil {
-		s, err := snats.NewEventStore(ctx, f.js, snats.EventStoreOptions{})
-		if err != nil {
-			return nil, err
-		}
-		f.store = s
-	}
-	evs, _, err := f.store.Load(ctx, jobID)
+// history loads the events of r's job that come before r, which r's
+// version says there are: every version from 1 up, in order. A direct get
+// may be answered by a replica behind the leader, with a short history
+// and no error: one that ends before r's own sequence is an error, so
+// that the event is tried again, not counted from where the job did not
+// stand. A job whose events cannot be read (one of them is corrupt,
+// counted as undecodable where it stands, or its id is not one a job can
+// have), or whose log lacks some of them although it was read past r,
+// comes back as nothing, with a warning, rather than holding the tally
+// up for good.
+func (f *follower) history(ctx context.Context, r projections.Record) ([]events.Event, error) {
+	jobID := r.Event.JobID
+	evs, last, err := f.loadJob(ctx, jobID)
 	var corrupt *store.CorruptError
 	if errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid) {
 		f.log.Warn("metrics: a finished job's events cannot be read; counting its new event as if it had none",
@@ -110,5 +120,42 @@ func (f *follower) history(ctx context.Context, jobID string) ([]events.Event, e
 	if err != nil {
 		return nil, fmt.Errorf("metrics: load job %s: %w", jobID, err)
 	}
+	if n := leadingVersions(evs); n+1 < r.Event.Version {
+		if last < r.Seq {
+			return nil, fmt.Errorf("metrics: load job %s: read up to version %d (sequence %d), before its event of version %d at sequence %d: a replica behind the leader answered",
+				jobID, n, last, r.Event.Version, r.Seq)
+		}
+		f.log.Warn("metrics: a finished job's log lacks some of its events; counting its new event as if it had none",
+			"job", jobID, "version", r.Event.Version, "read_versions", n)
+		return nil, nil
+	}
 	return evs, nil
+}
+
+// loadJob reads a job's events with f.load, or the event store's Load.
+func (f *follower) loadJob(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
+	if f.load != nil {
+		return f.load(ctx, jobID)
+	}
+	if f.store == nil {
+		s, err := snats.NewEventStore(ctx, f.js, snats.EventStoreOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		f.store = s
+	}
+	return f.store.Load(ctx, jobID)
+}
+
+// leadingVersions is how many of evs are versions 1, 2, 3... in order
+// from the first.
+func leadingVersions(evs []events.Event) uint64 {
+	var n uint64
+	for _, e := range evs {
+		if e.Version != n+1 {
+			break
+		}
+		n++
+	}
+	return n
 }

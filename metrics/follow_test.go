@@ -1,11 +1,8 @@
 package metrics_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -101,68 +98,6 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 	c := forgetful.Counts()
 	require.EqualValues(t, 7, c.Purchases, "five, the charge without a result and the one bought again")
 	require.Zero(t, c.DoubleCharges, "a re-purchase an operator authorised is not a double charge")
-}
-
-// TestFollowWarnsWithTheJobKey: the warning Follow logs about a finished
-// job whose events cannot be read carries the job's id under "job", the
-// key every log line about a job uses (README, "Health, readiness and
-// logs"), so a search for the job finds it.
-func TestFollowWarnsWithTheJobKey(t *testing.T) {
-	srv := natstest.RunServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	// A job whose first message is not an event, then a well-formed event
-	// of version 2: the tally has not seen the job, so it loads its
-	// history, which cannot be read.
-	id := "0123456789abcdef0123456789abcdef"
-	_, err = srv.JS.Publish(ctx, snats.EventSubjectPrefix+id, []byte(`not an event`))
-	require.NoError(t, err)
-	j := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "grinder", projectionstest.T0)
-	e := j.Log[1]
-	e.JobID = id
-	b, err := events.Encode(e)
-	require.NoError(t, err)
-	_, err = srv.JS.Publish(ctx, snats.EventSubjectPrefix+id, b)
-	require.NoError(t, err)
-
-	var buf syncBuffer
-	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	tally := metrics.NewTally().ForgetFinished()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, log) }()
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		if got := tally.Seq(); got < 2 {
-			return fmt.Errorf("counted up to %d of 2", got)
-		}
-		return nil
-	})
-	cancel()
-	wg.Wait()
-	var line map[string]any
-	require.NoError(t, json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line), "one JSON line: %s", buf.Bytes())
-	require.Equal(t, id, line["job"], "the line names the job under job: %s", buf.Bytes())
-	require.NotContains(t, line, "job_id")
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
 }
 
 // TestFollowCountsMisplacedEventsAsUndecodable: Follow reads the log as

@@ -232,7 +232,9 @@ func (t *Tally) Remembered() int {
 
 // ApplyWithHistory adds r as Apply does, for a job t has let go: history
 // holds the job's events (those before r's version count; any others are
-// ignored), from which t finds where the job stood.
+// ignored), from which t finds where the job stood. It is taken as whole:
+// whoever reads it makes sure it holds every version before r's (Follow
+// reads a short one again).
 func (t *Tally) ApplyWithHistory(r projections.Record, history []events.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
