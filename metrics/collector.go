@@ -35,6 +35,7 @@ var (
 	descDoubles         = desc("serpent_suspected_double_charges", "Jobs whose log shows more purchases than one plus their authorised re-purchases. Must be 0.")
 	descUndecodable     = desc("serpent_undecodable_events_total", "Messages of SERP_EVENTS that are not readable events, or not of the job whose subject they are on (another job, message id or type header).")
 	descLogSeq          = desc("serpent_metrics_log_seq", "Stream sequence of the last event these metrics counted.")
+	descCaughtUp        = desc("serpent_metrics_caught_up", "1 once these metrics have counted the event log as it stood when this process began reading it, else 0; until then the figures folded from the log are left out.")
 	descHeld            = desc("serpent_metrics_jobs_held", "Jobs these metrics hold in memory: the jobs in flight (a finished job is counted and let go).")
 	descLagEvents       = desc("serpent_projection_lag_events", "Events of SERP_EVENTS not applied to the projection buckets yet.")
 	descLagSeconds      = desc("serpent_projection_lag_seconds", "How much older the newest applied event is than the newest event (0 when caught up).")
@@ -44,7 +45,7 @@ var (
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descEvents, descSends, descRotations, descReconciliations, descPurchases,
-		descPages, descDoubles, descUndecodable, descLogSeq, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
+		descPages, descDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
 		ch <- d
 	}
 }
@@ -68,8 +69,20 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// collectTally sends the figures folded from the log, once the tally has
+// caught up with the log as it stood when it began reading it. Before
+// that (a restarted process reading the log again from the start) only
+// how far it has read is sent: counters lower than the last process's
+// would read to Prometheus as resets, and increase() would count the
+// whole replay as new purchases.
 func (c *logCollector) collectTally(ch chan<- prometheus.Metric) {
 	n := c.tally.Counts()
+	ch <- prometheus.MustNewConstMetric(descLogSeq, prometheus.GaugeValue, float64(n.Seq))
+	if !n.CaughtUp {
+		ch <- prometheus.MustNewConstMetric(descCaughtUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descCaughtUp, prometheus.GaugeValue, 1)
 	for _, s := range aggregate.Statuses() {
 		ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(n.Jobs[s]), string(s))
 	}
@@ -92,6 +105,5 @@ func (c *logCollector) collectTally(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(n.ChargedPages), "charged_no_result")
 	ch <- prometheus.MustNewConstMetric(descDoubles, prometheus.GaugeValue, float64(n.DoubleCharges))
 	ch <- prometheus.MustNewConstMetric(descUndecodable, prometheus.CounterValue, float64(n.Undecodable))
-	ch <- prometheus.MustNewConstMetric(descLogSeq, prometheus.GaugeValue, float64(n.Seq))
 	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(c.tally.Remembered()))
 }

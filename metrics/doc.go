@@ -10,7 +10,12 @@
 // the log would count. serpent run's Tally lets a finished job go once it
 // has counted it, so its memory follows the jobs in flight; Follow loads
 // a finished job's events back for the rare event that comes for it
-// later. The projections' lag is read from the server at scrape time.
+// later. Until the Tally has counted the log as it stood when Follow
+// began (a restarted process reads it again), a scrape leaves its figures
+// out, so that Prometheus never sees them fall back and take it for a
+// counter reset: only serpent_metrics_log_seq and
+// serpent_metrics_caught_up 0 are served. The projections' lag is read
+// from the server at scrape time.
 //
 // Only timings need hooks inside the process: Metrics is the engine's
 // search observer (API latency by account and reply), wraps the event

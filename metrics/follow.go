@@ -24,7 +24,8 @@ import (
 // earlier events are loaded (with direct gets) for the rare event that
 // comes after it finished; a load that fails, or comes back short (a
 // replica behind the leader answered), is tried again, from that event.
-// log may be nil.
+// Follow notes where the log ends when it starts (CatchUpTo), so that t
+// tells when it has counted the log as it stood then. log may be nil.
 func Follow(ctx context.Context, js jetstream.JetStream, t *Tally, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -37,7 +38,11 @@ func Follow(ctx context.Context, js jetstream.JetStream, t *Tally, log *slog.Log
 // longer each time (up to 5 s) while nothing new is counted.
 func (f *follower) run(ctx context.Context) {
 	retry := 100 * time.Millisecond
+	noted := false
 	for ctx.Err() == nil {
+		if !noted {
+			noted = f.noteEnd(ctx)
+		}
 		before := f.t.Seq()
 		err := f.read(ctx)
 		if ctx.Err() != nil {
@@ -66,6 +71,23 @@ type follower struct {
 	load func(ctx context.Context, jobID string) ([]events.Event, uint64, error)
 }
 
+// noteEnd tells the tally where the log ends now (Tally.CatchUpTo), and
+// reports whether it could read it.
+func (f *follower) noteEnd(ctx context.Context) bool {
+	st, err := f.js.Stream(ctx, snats.EventStream)
+	if err != nil {
+		f.log.Debug("metrics: reading where the event log ends failed", "err", err)
+		return false
+	}
+	state := st.CachedInfo().State
+	if state.Msgs == 0 {
+		f.t.CatchUpTo(0)
+	} else {
+		f.t.CatchUpTo(state.LastSeq)
+	}
+	return true
+}
+
 // read feeds the tally until the consumer fails, a job's history cannot
 // be loaded, or ctx ends.
 func (f *follower) read(ctx context.Context) error {
@@ -76,15 +98,30 @@ func (f *follower) read(ctx context.Context) error {
 // not an event, or not one of the job whose subject it is on (stored
 // under another id or type), is counted as undecodable: the projector,
 // the audit and the store take it for a corrupt one too.
+//
+// A message with nothing pending after it is the log's end for now: the
+// tally is caught up once it is counted, even if the end Follow noted
+// when it started was deleted meanwhile.
 func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 	meta, err := m.Metadata()
 	if err != nil {
 		return nil
 	}
+	if err := f.count(ctx, meta.Sequence.Stream, m); err != nil {
+		return err
+	}
+	if meta.NumPending == 0 {
+		f.t.CatchUpTo(meta.Sequence.Stream)
+	}
+	return nil
+}
+
+// count adds the message at stream sequence seq to the tally.
+func (f *follower) count(ctx context.Context, seq uint64, m jetstream.Msg) error {
 	r, err := projector.DecodeEvent(snats.EventSubjectPrefix, projector.Message{
-		Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, true)
+		Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, true)
 	if err != nil {
-		f.t.Undecodable(meta.Sequence.Stream)
+		f.t.Undecodable(seq)
 		return nil
 	}
 	if f.t.Apply(r) {

@@ -49,6 +49,10 @@ type Tally struct {
 	reconciling map[string]waiting
 	// forget lets finished jobs go (ForgetFinished).
 	forget bool
+	// end is where the log ended when its reader began (CatchUpTo), 0
+	// until told; caughtUp is set once everything up to it is applied.
+	end      uint64
+	caughtUp bool
 }
 
 // jobTally is what a Tally remembers of one job.
@@ -195,6 +199,10 @@ type Counts struct {
 	DoubleCharges int `json:"suspected_double_charges"`
 	// Undecodable counts messages of the log that are not events.
 	Undecodable uint64 `json:"undecodable"`
+	// CaughtUp is set once the tally has applied the log as it stood when
+	// its reader began (see CatchUpTo). Until then the totals are those
+	// of the log's first part only.
+	CaughtUp bool `json:"caught_up"`
 }
 
 // Reconciling is a job waiting for the billing ledger.
@@ -241,6 +249,33 @@ func (t *Tally) ApplyWithHistory(r projections.Record, history []events.Event) {
 	t.apply(r, history, true)
 }
 
+// CatchUpTo tells t where the log ended when its reader began: t is
+// caught up (Counts.CaughtUp) once it has applied everything up to
+// sequence last, at once if it already has or if last is 0 (an empty
+// log). Once caught up it stays so. A last below one given before counts
+// (the reader found the log's end sooner: its last messages were
+// deleted).
+func (t *Tally) CatchUpTo(last uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.caughtUp {
+		return
+	}
+	if t.end == 0 || last < t.end {
+		t.end = last
+	}
+	t.caughtUp = t.seq >= t.end
+}
+
+// advance moves t's sequence to seq, and notes when it reaches the end
+// CatchUpTo set.
+func (t *Tally) advance(seq uint64) {
+	t.seq = seq
+	if !t.caughtUp && t.end > 0 && seq >= t.end {
+		t.caughtUp = true
+	}
+}
+
 // Seq is the stream sequence of the last event applied.
 func (t *Tally) Seq() uint64 {
 	t.mu.Lock()
@@ -275,7 +310,7 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 		// (or as nothing), never in the reconciling queue.
 		j = replayJob(history, e.Version)
 	}
-	t.seq = r.Seq
+	t.advance(r.Seq)
 	wasDoubled := j.doubled()
 	t.c.Events[e.Type()]++
 	switch d := e.Data.(type) {
@@ -402,7 +437,7 @@ func (t *Tally) Undecodable(seq uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if seq > t.seq {
-		t.seq = seq
+		t.advance(seq)
 		t.c.Undecodable++
 	}
 }
@@ -423,7 +458,7 @@ func (t *Tally) Counts() Counts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.c
-	c.Seq = t.seq
+	c.Seq, c.CaughtUp = t.seq, t.caughtUp
 	c.Jobs = cloneMap(t.c.Jobs)
 	c.Events, c.Sends = cloneMap(t.c.Events), cloneMap(t.c.Sends)
 	c.Rotations, c.Reconciliations = cloneMap(t.c.Rotations), cloneMap(t.c.Reconciliations)

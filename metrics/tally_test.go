@@ -128,3 +128,38 @@ func TestTallyReconcilingQueue(t *testing.T) {
 	require.Equal(t, "replay_unavailable", queue[0].Reason)
 	require.Equal(t, 3, tally.Counts().Jobs[aggregate.StatusReconciling])
 }
+
+// TestTallyCatchesUpToTheLogsEnd: a tally is caught up once it has
+// applied everything up to where its reader said the log ended (events
+// and undecodable messages alike), at once on an empty log, and stays
+// so; an end found sooner counts.
+func TestTallyCatchesUpToTheLogsEnd(t *testing.T) {
+	_, recs := sampleRecords(t)
+	require.Greater(t, len(recs), 3)
+
+	tally := metrics.NewTally()
+	require.False(t, tally.Counts().CaughtUp, "not before its reader said where the log ends")
+	end := recs[len(recs)-2].Seq
+	tally.CatchUpTo(end)
+	for _, r := range recs[:len(recs)-3] {
+		require.True(t, tally.Apply(r))
+		require.False(t, tally.Counts().CaughtUp, "at %d of %d", r.Seq, end)
+	}
+	tally.Undecodable(recs[len(recs)-3].Seq)
+	require.False(t, tally.Counts().CaughtUp)
+	require.True(t, tally.Apply(recs[len(recs)-2]))
+	require.True(t, tally.Counts().CaughtUp, "at the end")
+	tally.CatchUpTo(end + 100)
+	require.True(t, tally.Counts().CaughtUp, "caught up stays so")
+
+	empty := metrics.NewTally()
+	empty.CatchUpTo(0)
+	require.True(t, empty.Counts().CaughtUp, "an empty log")
+
+	sooner := metrics.NewTally()
+	sooner.CatchUpTo(recs[1].Seq + 10)
+	require.True(t, sooner.Apply(recs[0]))
+	require.True(t, sooner.Apply(recs[1]))
+	sooner.CatchUpTo(recs[1].Seq)
+	require.True(t, sooner.Counts().CaughtUp, "the end found sooner")
+}
