@@ -10,14 +10,16 @@ import (
 	"github.com/serpent-engine/serpent/nats/projector"
 )
 
-// lagTimeout bounds the lag read of one scrape.
+// lagTimeout bounds the lag read, and the read of the log's last
+// sequence, of one scrape.
 const lagTimeout = 2 * time.Second
 
-// logCollector turns the Tally and the projections' lag into metrics at
-// scrape time.
+// logCollector turns the Tally, the log's last sequence and the
+// projections' lag into metrics at scrape time.
 type logCollector struct {
-	tally *Tally
-	lag   func(ctx context.Context) (projector.Lag, error)
+	tally   *Tally
+	lag     func(ctx context.Context) (projector.Lag, error)
+	lastSeq func(ctx context.Context) (uint64, error)
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -54,6 +56,13 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.tally != nil {
 		c.collectTally(ch)
 	}
+	if c.lastSeq != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+		defer cancel()
+		if last, err := c.lastSeq(ctx); err == nil {
+			ch <- prometheus.MustNewConstMetric(descLastSeq, prometheus.GaugeValue, float64(last))
+		}
+	}
 	if c.lag != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 		defer cancel()
@@ -63,7 +72,6 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 			ch <- prometheus.MustNewConstMetric(descLagEvents, prometheus.GaugeValue, float64(lag.Pending))
 			ch <- prometheus.MustNewConstMetric(descLagSeconds, prometheus.GaugeValue, lag.Behind.Seconds())
-			ch <- prometheus.MustNewConstMetric(descLastSeq, prometheus.GaugeValue, float64(lag.Last))
 		}
 		ch <- prometheus.MustNewConstMetric(descLagUp, prometheus.GaugeValue, up)
 	}

@@ -21,6 +21,10 @@ type Options struct {
 	Tally *Tally
 	// Lag measures the projections' lag at scrape time; nil leaves it out.
 	Lag func(ctx context.Context) (projector.Lag, error)
+	// LastSeq reads the event log's last sequence at scrape time
+	// (serpent_event_log_last_seq), whether or not any projections are
+	// kept; nil, or an error, leaves it out.
+	LastSeq func(ctx context.Context) (uint64, error)
 	// Accounts reads the API accounts' spend and limiter figures at
 	// scrape time; nil leaves them out.
 	Accounts func(ctx context.Context) ([]Account, error)
@@ -66,8 +70,8 @@ func New(opts Options) *Metrics {
 	info.Set(1)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.api, m.appends, m.groupAppends, m.groupEvents, m.groupTime, info)
-	if opts.Tally != nil || opts.Lag != nil {
-		m.reg.MustRegister(&logCollector{tally: opts.Tally, lag: opts.Lag})
+	if opts.Tally != nil || opts.Lag != nil || opts.LastSeq != nil {
+		m.reg.MustRegister(&logCollector{tally: opts.Tally, lag: opts.Lag, lastSeq: opts.LastSeq})
 	}
 	if opts.Accounts != nil {
 		m.reg.MustRegister(&accountCollector{read: opts.Accounts})

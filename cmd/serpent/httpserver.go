@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/metrics"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/worker"
 )
@@ -39,8 +40,19 @@ type opsServer struct {
 func newEngineMetrics(js jetstream.JetStream, worker string) (*metrics.Metrics, *metrics.Tally) {
 	tally := metrics.NewTally().ForgetFinished()
 	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", time.Now()) }
+	last := func(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, js) }
 	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js) }
-	return metrics.New(metrics.Options{Tally: tally, Lag: lag, Accounts: accts, Worker: worker, Version: version}), tally
+	return metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Accounts: accts, Worker: worker, Version: version}), tally
+}
+
+// eventLogLastSeq reads the last sequence of SERP_EVENTS from its stream
+// information: with or without projections.
+func eventLogLastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	st, err := js.Stream(ctx, snats.EventStream)
+	if err != nil {
+		return 0, err
+	}
+	return st.CachedInfo().State.LastSeq, nil
 }
 
 // accountFigures reads the API accounts' shared state for the metrics.

@@ -200,3 +200,25 @@ func TestStatusPageWithoutProjections(t *testing.T) {
 		return nil
 	})
 }
+
+// TestEventLogLastSeqWithoutProjections: serpent_event_log_last_seq is
+// read from the event stream itself, so an engine run with
+// --projections=false (no projection consumer, no lag to read) still
+// serves it, as the README's metrics table lists it.
+func TestEventLogLastSeqWithoutProjections(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`{}`))
+		require.NoError(t, err)
+	}
+	mx, _ := newEngineMetrics(srv.JS, "w")
+	rec := httptest.NewRecorder()
+	mx.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	body := rec.Body.String()
+	require.Equal(t, 0.0, metricValue(body, "serpent_projection_lag_up"), "no projections, no lag")
+	require.Equal(t, 3.0, metricValue(body, "serpent_event_log_last_seq"))
+}

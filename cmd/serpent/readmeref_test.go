@@ -114,7 +114,8 @@ func metricNames(t *testing.T) []string {
 	lag := func(context.Context) (projector.Lag, error) { return projector.Lag{}, nil }
 	tally := metrics.NewTally()
 	tally.CatchUpTo(0) // an empty log: every figure is served
-	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, Version: "test"})
+	last := func(context.Context) (uint64, error) { return 0, nil }
+	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Version: "test"})
 	m.Searched("", serper.Result{Latency: time.Millisecond})
 	m.Committed(1, 1, time.Millisecond)
 	st := m.TimeAppends(nopStore{})
