@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -150,6 +151,33 @@ func TestRunRefusesBadSettings(t *testing.T) {
 			require.NotContains(t, err.Error(), "tok_abcdefgh12345")
 		})
 	}
+}
+
+// TestNegativeReadyMaxBehindIsRefused: with --ready-max-behind below 0
+// even projections with nothing to apply (0 s behind) are "more than" the
+// bound, so /readyz could never answer 200. serpent run refuses it as a
+// usage error naming the flag, before anything starts.
+func TestNegativeReadyMaxBehindIsRefused(t *testing.T) {
+	var o opsFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	o.register(fs)
+	require.NoError(t, fs.Parse([]string{"--ready-max-behind", "-1s"}))
+	err := o.check()
+	require.ErrorIs(t, err, errUsage)
+	require.ErrorContains(t, err, "--ready-max-behind -1s is negative")
+
+	// serpent run checks it before anything starts (its context is
+	// cancelled: a run that did start would stop at once).
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "", "--ready-max-behind", "-1s"}
+	err = run(ctx, args, func(string) string { return "" }, &stdout, &stderr)
+	require.ErrorIs(t, err, errUsage)
+	require.ErrorContains(t, err, "--ready-max-behind -1s is negative")
+
+	ok := opsFlags{readyMaxBehind: 0, maxResponseBytes: 1024}
+	require.NoError(t, ok.check(), "0 is a bound: ready only when nothing is pending")
 }
 
 // TestAccountTokensStayWithTheirAddress: an account of the --accounts file

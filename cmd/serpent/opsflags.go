@@ -32,6 +32,9 @@ func (o *opsFlags) register(fs *flag.FlagSet) {
 
 // check reports a setting that cannot work.
 func (o *opsFlags) check() error {
+	if o.readyMaxBehind < 0 {
+		return fmt.Errorf("%w: --ready-max-behind %s is negative: the projections are never less than 0s behind, so /readyz would never answer 200 (use 0 for no delay at all)", errUsage, o.readyMaxBehind)
+	}
 	if o.maxResponseBytes < 1024 {
 		return fmt.Errorf("%w: --max-response-bytes %d is under 1024: no search result fits", errUsage, o.maxResponseBytes)
 	}
