@@ -40,7 +40,7 @@ var (
 	descCaughtUp        = desc("serpent_metrics_caught_up", "1 once these metrics have counted the event log as it stood when this process began reading it, else 0; until then the figures folded from the log are left out.")
 	descHeld            = desc("serpent_metrics_jobs_held", "Jobs these metrics hold in memory: the jobs in flight (a finished job is counted and let go).")
 	descLagEvents       = desc("serpent_projection_lag_events", "Events of SERP_EVENTS not applied to the projection buckets yet.")
-	descLagSeconds      = desc("serpent_projection_lag_seconds", "How much older the newest applied event is than the newest event (0 when caught up).")
+	descLagSeconds      = desc("serpent_projection_lag_seconds", "How long the oldest event not applied to the projections yet has waited, by the NATS server's clock (0 when caught up).")
 	descLastSeq         = desc("serpent_event_log_last_seq", "Last stream sequence of SERP_EVENTS.")
 	descLagUp           = desc("serpent_projection_lag_up", "1 if the projections' lag could be read at this scrape, else 0.")
 )

@@ -26,8 +26,8 @@ func (s *opsServer) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz is readiness: NATS connected, the engine's streams and buckets
 // present, and the projections no further behind than --ready-max-lag
-// events and --ready-max-behind. It answers 200 or 503 with one line per
-// check.
+// events, their oldest event to apply waiting no longer than
+// --ready-max-behind. It answers 200 or 503 with one line per check.
 func (s *opsServer) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
@@ -77,7 +77,7 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 			err = fmt.Errorf("%d events to apply, more than --ready-max-lag %d", lag.Pending, s.ops.readyMaxLag)
 		}
 		if err == nil && lag.Behind > s.ops.readyMaxBehind {
-			err = fmt.Errorf("%s behind the log, more than --ready-max-behind %s", lag.Behind.Round(time.Millisecond), s.ops.readyMaxBehind)
+			err = fmt.Errorf("the oldest event to apply has waited %s, more than --ready-max-behind %s", lag.Behind.Round(time.Millisecond), s.ops.readyMaxBehind)
 		}
 		check(fmt.Sprintf("projection lag %d events", lag.Pending), err)
 	}

@@ -25,7 +25,7 @@ const (
 
 func (o *opsFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.readyMaxLag, "ready-max-lag", defaultReadyMaxLag, "/readyz fails while more events than this wait to be applied to the projection buckets")
-	fs.DurationVar(&o.readyMaxBehind, "ready-max-behind", defaultReadyMaxBehind, "/readyz fails while the projections' newest applied event is older than the newest event by more than this")
+	fs.DurationVar(&o.readyMaxBehind, "ready-max-behind", defaultReadyMaxBehind, "/readyz fails while the oldest event not yet applied to the projection buckets has waited longer than this (by the NATS server's clock)")
 	fs.Int64Var(&o.maxResponseBytes, "max-response-bytes", serper.DefaultMaxResponseBytes,
 		fmt.Sprintf("largest API reply body read; a larger one is an unknown outcome (oversized_body), resent with the same key (at least 1024). Schedule commands are limited to %d bytes (rejected as too_large)", worker.MaxCommandBytes))
 }

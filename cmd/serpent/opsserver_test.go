@@ -182,6 +182,107 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.Contains(t, rec.Body.String(), "ok   stream SERP_WORK")
 }
 
+// readyzWithOneApplied is an ops server whose projections (made, but
+// with no runner) have applied the log's first event, and that event.
+func readyzWithOneApplied(t *testing.T, srv *natstest.Server, maxBehind time.Duration) *opsServer {
+	t.Helper()
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	_, err = projector.New(ctx, srv.JS, projector.Config{})
+	require.NoError(t, err)
+	mx, tally := newEngineMetrics(srv.JS, "w")
+	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true,
+		ops: opsFlags{readyMaxLag: 5000, readyMaxBehind: maxBehind}, metrics: mx, tally: tally}
+	_, err = srv.JS.Publish(ctx, readyzSubject, []byte(`{}`))
+	require.NoError(t, err)
+	// Applied as the runner does: acknowledged on its consumer.
+	cons, err := srv.JS.Consumer(ctx, snats.EventStream, projector.Consumer)
+	require.NoError(t, err)
+	batch, err := cons.Fetch(1)
+	require.NoError(t, err)
+	for m := range batch.Messages() {
+		require.NoError(t, m.DoubleAck(ctx))
+	}
+	return ops
+}
+
+const readyzSubject = snats.EventSubjectPrefix + "0123456789abcdef0123456789abcdef"
+
+// waitPending waits until the server counts one event to apply.
+func waitPending(t *testing.T, srv *natstest.Server) {
+	t.Helper()
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		lag, err := projector.ReadLag(context.Background(), srv.JS, "", time.Now())
+		if err != nil {
+			return err
+		}
+		if lag.Pending != 1 {
+			return fmt.Errorf("%d pending", lag.Pending)
+		}
+		return nil
+	})
+}
+
+// TestReadyzAfterAQuietSpell: after a quiet spell longer than
+// --ready-max-behind, the first new event, written a moment ago, does not
+// make the engine unready: it has waited only that moment. (Measured as
+// the time between the newest applied event and the newest event, it
+// was as far behind as the spell was long, and /readyz answered 503 at
+// the first event after every quiet spell.)
+func TestReadyzAfterAQuietSpell(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	const maxBehind = time.Second
+	ops := readyzWithOneApplied(t, srv, maxBehind)
+	// The quiet spell, by the server's clock.
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		lag, err := projector.ReadLag(ctx, srv.JS, "", time.Now())
+		if err != nil {
+			return err
+		}
+		if lag.Age <= maxBehind {
+			return fmt.Errorf("quiet for %s", lag.Age)
+		}
+		return nil
+	})
+	before := time.Now()
+	_, err := srv.JS.Publish(ctx, readyzSubject, []byte(`{}`))
+	require.NoError(t, err)
+	waitPending(t, srv)
+	lines, ok := ops.readiness(ctx)
+	// The event has waited no longer than since just before its write:
+	// under --ready-max-behind unless this machine stalled for as long.
+	if time.Since(before) < maxBehind {
+		require.True(t, ok, "one event written a moment ago is pending: %v", lines)
+	}
+}
+
+// TestReadyzFailsWhileAnEventWaitsUnapplied: with the projections
+// standing still (no runner) and one event waiting, the log quiet, the
+// engine becomes unready once that event has waited longer than
+// --ready-max-behind, and /readyz says so. (Measured as the time between
+// the newest applied event and the newest event, the wait stayed the
+// moment between their two writes, and /readyz answered 200 for ever.)
+func TestReadyzFailsWhileAnEventWaitsUnapplied(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ops := readyzWithOneApplied(t, srv, 500*time.Millisecond)
+	_, err := srv.JS.Publish(context.Background(), readyzSubject, []byte(`{}`))
+	require.NoError(t, err)
+	var rec *httptest.ResponseRecorder
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		rec = httptest.NewRecorder()
+		ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if rec.Code != http.StatusServiceUnavailable {
+			return fmt.Errorf("/readyz %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	})
+	require.Contains(t, rec.Body.String(), "FAIL projection lag 1 events: the oldest event to apply has waited")
+	require.Contains(t, rec.Body.String(), "more than --ready-max-behind 500ms")
+}
+
 // TestStatusPageWithoutProjections: with no projection runner anywhere
 // there is no lag to read; the page still tells when its figures have
 // counted the whole log, rather than saying for ever that they grow.

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,9 +25,13 @@ type Lag struct {
 	Pending uint64 `json:"pending"`
 	// AppliedAt is when the newest applied event was stored, Age how long
 	// ago that was. With nothing pending, Age is just the time since the
-	// log last changed; Behind is how much older the newest applied event
-	// is than the newest event (0 when caught up; with nothing applied yet,
-	// how much older the first event is).
+	// log last changed.
+	//
+	// Behind is how long the oldest event not applied yet has waited: the
+	// server's time now less the time it stored that event (0 when
+	// nothing is pending, never below 0). It grows while the projections
+	// stand still, however quiet the log, and after a quiet spell the
+	// first new event counts only its own wait, not the spell's.
 	AppliedAt time.Time     `json:"applied_at,omitzero"`
 	Age       time.Duration `json:"age"`
 	Behind    time.Duration `json:"behind"`
@@ -43,11 +48,13 @@ func (r *Runner) Lag(ctx context.Context) (Lag, error) {
 }
 
 // ReadLag measures the lag of the projections of stream at time now from
-// the server: the consumer's acknowledgement floor against the stream.
-// Age is by the server's clock (the time it gathered the consumer's
-// information), so a reader whose clock is off does not see the
-// projections older or younger than they are (a rebuild's pause too);
-// now is used when the server does not say.
+// the server: the consumer's acknowledgement floor against the stream,
+// and the first event after the floor that the consumer takes (the
+// oldest not applied yet). Age and Behind are by the server's clock (the
+// time it gathered the consumer's information), so a reader whose clock
+// is off does not see the projections older or younger than they are;
+// now is used when the server does not say. A rebuild's pause is judged
+// by the server's clock too (pauseLive).
 func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now time.Time) (Lag, error) {
 	if stream == "" {
 		stream = snats.EventStream
@@ -68,24 +75,27 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 	state := st.CachedInfo().State
 	lag.Applied, lag.Last = ci.AckFloor.Stream, state.LastSeq
 	lag.Pending = ci.NumPending + uint64(ci.NumAckPending)
+	// Every time by the server's clock when it says its own (the consumer
+	// info's), not the reader's against the server's.
+	serverNow := now
+	if !ci.TimeStamp.IsZero() {
+		serverNow = ci.TimeStamp
+	}
 	if lag.Applied > 0 {
 		m, err := st.GetMsg(ctx, lag.Applied)
 		if err != nil {
 			return lag, fmt.Errorf("projector: event %d: %w", lag.Applied, err)
 		}
-		// Both times by the server's clock when it says its own (the
-		// consumer info's), not the reader's against the server's.
-		serverNow := now
-		if !ci.TimeStamp.IsZero() {
-			serverNow = ci.TimeStamp
-		}
 		lag.AppliedAt, lag.Age = m.Time, max(serverNow.Sub(m.Time), 0)
-		if lag.Pending > 0 && !state.LastTime.IsZero() {
-			lag.Behind = state.LastTime.Sub(m.Time)
+	}
+	if lag.Pending > 0 {
+		at, err := firstPending(ctx, st, ci.Config, lag.Applied+1)
+		if err != nil {
+			return lag, err
 		}
-	} else if lag.Pending > 0 && !state.FirstTime.IsZero() {
-		// Nothing applied yet: at least as far behind as the log is long.
-		lag.Behind = state.LastTime.Sub(state.FirstTime)
+		if !at.IsZero() {
+			lag.Behind = max(serverNow.Sub(at), 0)
+		}
 	}
 	if ctl, err := js.KeyValue(ctx, ControlBucket); err == nil {
 		if e, err := ctl.Get(ctx, leaseKey); err == nil {
@@ -95,7 +105,7 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 			}
 		}
 		if e, err := ctl.Get(ctx, pauseKey); err == nil {
-			lag.Paused = pauseLive(e, serverTime(ci, now))
+			lag.Paused = pauseLive(e, serverNow)
 		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return lag, err
@@ -118,11 +128,30 @@ func pauseLive(e jetstream.KeyValueEntry, serverNow time.Time) bool {
 	return serverNow.Sub(e.Created()) < ttl
 }
 
-// serverTime is the server's clock when it gathered the consumer's
-// information, now when it does not say.
-func serverTime(ci *jetstream.ConsumerInfo, now time.Time) time.Time {
-	if ci.TimeStamp.IsZero() {
-		return now
+// firstPending is when the server stored the first message from sequence
+// from on that the consumer cfg takes: the oldest event not applied yet.
+// It is the zero time when there is none (the count of pending events
+// the consumer gave is a moment old).
+func firstPending(ctx context.Context, st jetstream.Stream, cfg jetstream.ConsumerConfig, from uint64) (time.Time, error) {
+	filters := cfg.FilterSubjects
+	if len(filters) == 0 {
+		filters = []string{cmp.Or(cfg.FilterSubject, ">")}
 	}
-	return ci.TimeStamp
+	var first *jetstream.RawStreamMsg
+	for _, f := range filters {
+		m, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(f))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("projector: first event on %s from %d: %w", f, from, err)
+		}
+		if first == nil || m.Sequence < first.Sequence {
+			first = m
+		}
+	}
+	if first == nil {
+		return time.Time{}, nil
+	}
+	return first.Time, nil
 }
