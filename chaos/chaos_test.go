@@ -14,7 +14,8 @@ import (
 // TestChaos is a small chaos run with real processes: three serpent run
 // workers, a NATS server and a sandbox, with workers killed, frozen past
 // their lease and the server restarted while 150 jobs run. Every promise
-// the run checks must hold, and the naive worker, under the same faults,
+// the run checks must hold, no worker may end by itself (a crash the
+// supervisor restarted), and the naive worker, under the same faults,
 // must be caught buying twice.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -43,6 +44,7 @@ func TestChaos(t *testing.T) {
 	require.Zero(t, rep.Lost)
 	require.Equal(t, cfg.Malformed, sumValues(rep.Rejections), "every malformed command has its rejection")
 	require.Positive(t, rep.WorkerKills+rep.Pauses, "the chaos happened")
+	require.Zero(t, rep.WorkerExits, "a worker ended by itself (see the violations)")
 	require.NotEmpty(t, rep.SandboxFaults)
 	require.NotNil(t, rep.Naive)
 	require.Positive(t, rep.Naive.DuplicateJobs, "under the same faults the naive worker buys twice")

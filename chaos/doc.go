@@ -27,6 +27,10 @@
 //     value of serp_status, serp_ledger and serp_observations equal to a
 //     fold of the log, both ways (no value missing, none extra).
 //
+// A worker that ends by itself (a panic, any end that is not the run's own
+// SIGKILL or its SIGTERM at the end) is restarted, and is a violation
+// naming its exit status and the end of its log.
+//
 // A broken promise that has the signature of a known engine bug
 // (ClassifyCharge) is reported under the bug's name. The report counts
 // what was injected and what the engine did (retries by kind, new keys by

@@ -22,6 +22,10 @@ type proc struct {
 	done chan struct{}
 	err  error // after done
 
+	// logPath is the log the process appends to, from logFrom on.
+	logPath string
+	logFrom int64
+
 	mu     sync.Mutex
 	paused bool
 }
@@ -115,6 +119,24 @@ func (p *proc) isPaused() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.paused
+}
+
+// killedBy reports whether the process ended by sig (after done).
+func (p *proc) killedBy(sig syscall.Signal) bool {
+	if p.cmd.ProcessState == nil {
+		return false
+	}
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+// status is how the process ended (after done): "exit status 2",
+// "signal: killed", ...
+func (p *proc) status() string {
+	if p.cmd.ProcessState == nil {
+		return fmt.Sprint(p.err)
+	}
+	return p.cmd.ProcessState.String()
 }
 
 // exited reports whether the process has ended.

@@ -36,6 +36,7 @@ type run struct {
 	sandbox  *proc
 	workers  []*workerSlot
 	stopping bool
+	exits    []workerExit // workers that ended by themselves
 
 	nc *natsgo.Conn
 	js jetstream.JetStream
@@ -157,6 +158,7 @@ func Run(ctx context.Context, cfg Config, checks []Check, progress io.Writer) (r
 		return nil, err
 	}
 	r.stopWorkers()
+	r.exitViolations()
 	r.stopNATSAndSandbox()
 	if cfg.Naive {
 		r.say("naive comparison: %d jobs, a fresh key per delivery, same faults", cfg.NaiveJobs)

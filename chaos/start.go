@@ -29,6 +29,10 @@ func (r *run) launch(ctx context.Context, name string, args []string, ready func
 	if err != nil {
 		return nil, "", err
 	}
+	var from int64
+	if st, err := log.Stat(); err == nil {
+		from = st.Size()
+	}
 	got := make(chan string, 1)
 	p, err := startProc(name, r.bin, args, r.dir, []string{serper.TokenEnv + "=" + r.token}, log, func(line string) {
 		if v := ready(line); v != "" {
@@ -42,6 +46,7 @@ func (r *run) launch(ctx context.Context, name string, args []string, ready func
 		log.Close()
 		return nil, "", err
 	}
+	p.logPath, p.logFrom = log.Name(), from
 	go func() { <-p.done; log.Close() }()
 	select {
 	case v := <-got:
@@ -159,7 +164,7 @@ func readyLine(line string) string {
 }
 
 // supervise restarts a worker each time it ends (after a kill, or on its
-// own, which is counted), until the run stops.
+// own, which is a violation: see noteExit), until the run stops.
 func (r *run) supervise(w *workerSlot) {
 	defer close(w.done)
 	for {
@@ -167,21 +172,12 @@ func (r *run) supervise(w *workerSlot) {
 		p := w.proc
 		r.mu.Unlock()
 		<-p.done
-		r.mu.Lock()
-		if r.stopping {
-			r.mu.Unlock()
+		if r.noteExit(w, p) {
 			return
 		}
-		ours := w.killed
-		if !ours {
-			r.rep.WorkerExits++
-		}
-		w.killed, w.proc = false, nil
+		r.mu.Lock()
 		delay := 200*time.Millisecond + time.Duration(r.rng.Int64N(int64(2*time.Second)))
 		r.mu.Unlock()
-		if !ours {
-			r.say("%s ended by itself (%v); restarting it in %s", w.name, p.err, delay.Round(time.Millisecond))
-		}
 		time.Sleep(delay)
 		for {
 			r.mu.Lock()
