@@ -6,7 +6,6 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -72,26 +71,17 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	w := &World{NATSURL: r.natsURL, SandboxURL: r.sbURL, Token: r.token, Binary: r.bin, Dir: r.dir, JS: r.js, Histories: map[string][]events.Event{}}
 
 	// The commands, the rejections and the log.
-	type cmdMsg struct {
-		seq     uint64
-		id      string
-		payload []byte
-	}
-	var cmds []cmdMsg
+	var cmds []storedCommand
 	err := readAll(ctx, r.js, snats.CommandStream, snats.CommandSubjects, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return err
 		}
-		cmds = append(cmds, cmdMsg{meta.Sequence.Stream, m.Headers().Get(natsgo.MsgIdHdr), m.Data()})
+		cmds = append(cmds, storedCommand{meta.Sequence.Stream, m.Headers().Get(natsgo.MsgIdHdr), m.Data()})
 		return nil
 	})
 	if err != nil {
 		return err
-	}
-	type rejection struct {
-		reason  string
-		payload []byte
 	}
 	rejected := map[uint64]rejection{}
 	err = readAll(ctx, r.js, snats.RejectStream, snats.RejectSubjectPrefix+">", func(m jetstream.Msg) error {
@@ -134,42 +124,8 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	}
 
 	// Promise 7 (and 1): every acknowledged command is in SERP_COMMANDS,
-	// and each is a job or a recorded rejection with the right reason.
-	ids := map[string]bool{}
-	want := map[string]bool{}
-	published := map[string]command{}
-	for _, c := range r.cmds {
-		published[c.id] = c
-	}
-	for _, c := range cmds {
-		ids[c.id] = true
-		job, reason := JobOf(c.payload), rejectReason(c.payload)
-		if v := spelling(published[c.id], job); v != "" {
-			rep.violation("command %d: %s", c.seq, v)
-		}
-		rej, isRejected := rejected[c.seq]
-		switch {
-		case job != "" && isRejected:
-			rep.violation("command %d (job %s) was rejected as %s", c.seq, job, rej.reason)
-		case job != "":
-			want[job] = true
-			if len(w.Histories[job]) == 0 {
-				rep.violation("command %d maps to job %s, which has no events (promise 7)", c.seq, job)
-			}
-		case !isRejected:
-			rep.violation("command %d is invalid (%s) and has no rejection record (promise 7)", c.seq, reason)
-		case rej.reason != reason:
-			rep.violation("command %d was rejected as %s, want %s", c.seq, rej.reason, reason)
-		case string(rej.payload) != string(c.payload):
-			rep.violation("command %d: its rejection record does not hold its payload byte for byte", c.seq)
-		}
-	}
-	for _, c := range r.cmds {
-		if !ids[c.id] {
-			rep.violation("command %s was acknowledged to the publisher but is not in %s", c.id, snats.CommandStream)
-		}
-	}
-	rep.Commands = len(cmds)
+	// and each is the job or the rejection the run drew it as.
+	want := checkCommands(rep, r.cmds, cmds, rejected, w.Histories)
 
 	// Promises 2 to 5, per job, from the log and the provider's books.
 	keyJob := map[string]string{}
@@ -247,23 +203,72 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	return nil
 }
 
-// rejectReason is the rejection an invalid command must get, by the
-// engine's own rules, or "" for a valid one.
-func rejectReason(payload []byte) string {
-	c, err := worker.ParseCommand(payload)
-	var rej *worker.RejectError
-	if errors.As(err, &rej) {
-		return rej.Reason
+// storedCommand is a command as SERP_COMMANDS holds it.
+type storedCommand struct {
+	seq     uint64
+	id      string // its publish's message id
+	payload []byte
+}
+
+// rejection is a SERP_REJECTED record: the reason and the command's payload.
+type rejection struct {
+	reason  string
+	payload []byte
+}
+
+// checkCommands holds every command SERP_COMMANDS holds to what the run
+// drew it as (promises 7 and 1): one drawn valid became the job drawn for
+// its observation (a duplicate spelling, the same job) and has no rejection
+// record; one drawn malformed has exactly one, with the reason drawn for it
+// and its payload byte for byte. The reason is the one the run drew, not
+// one worked out with the engine's own rules (worker.ParseCommand,
+// aggregate.NewSchedule), with which an engine that gave the wrong reason
+// would agree. Every command in the stream is one the run published
+// (nothing else publishes there during a run), so a command it did not
+// draw is reported, not judged by the engine's rules either; and every
+// command the run published must be in the stream. It returns the jobs the
+// commands must have made.
+func checkCommands(rep *Report, drawn []command, stored []storedCommand, rejected map[uint64]rejection,
+	histories map[string][]events.Event) (want map[string]bool) {
+	want = map[string]bool{}
+	ids := map[string]bool{}
+	published := map[string]command{}
+	for _, c := range drawn {
+		published[c.id] = c
 	}
-	_, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
-	var ve *aggregate.ValidationError
-	switch {
-	case errors.As(err, &ve):
-		return ve.Reason()
-	case err != nil:
-		return worker.ReasonMalformed
+	for _, c := range stored {
+		ids[c.id] = true
+		d, ours := published[c.id]
+		rej, isRejected := rejected[c.seq]
+		switch {
+		case !ours:
+			rep.violation("command %d (message id %q) is in %s but the run did not publish it", c.seq, c.id, snats.CommandStream)
+		case d.job != "":
+			if v := spelling(d, JobOf(c.payload)); v != "" {
+				rep.violation("command %d: %s", c.seq, v)
+			}
+			want[d.job] = true
+			switch {
+			case isRejected:
+				rep.violation("command %d (job %s) was rejected as %s (promise 7)", c.seq, d.job, rej.reason)
+			case len(histories[d.job]) == 0:
+				rep.violation("command %d maps to job %s, which has no events (promise 7)", c.seq, d.job)
+			}
+		case !isRejected:
+			rep.violation("command %d is invalid (%s) and has no rejection record (promise 7)", c.seq, d.reason)
+		case rej.reason != d.reason:
+			rep.violation("command %d was rejected as %s, want %s (promise 7)", c.seq, rej.reason, d.reason)
+		case string(rej.payload) != string(c.payload):
+			rep.violation("command %d: its rejection record does not hold its payload byte for byte (promise 7)", c.seq)
+		}
 	}
-	return ""
+	for _, c := range drawn {
+		if !ids[c.id] {
+			rep.violation("command %s was acknowledged to the publisher but is not in %s", c.id, snats.CommandStream)
+		}
+	}
+	rep.Commands = len(stored)
+	return want
 }
 
 // fetchStats reads the sandbox's counters and books.

@@ -20,9 +20,10 @@
 //     body, whatever key did it), every charge accounted for by the log,
 //     every charged key stored by a job, no charged execution started past
 //     its key's deadline, no body changed under a key;
-//   - every acknowledged command is in SERP_COMMANDS and is a job or has
-//     exactly one rejection record with the reason the engine's own rules
-//     give it and its payload;
+//   - every acknowledged command is in SERP_COMMANDS and is the job the
+//     run drew it for, or has exactly one rejection record with the reason
+//     the run drew for it (not one the engine's own rules give it) and its
+//     payload;
 //   - the pluggable checks (DefaultChecks): serpent audit clean, and every
 //     value of serp_status, serp_ledger and serp_observations equal to a
 //     fold of the log, both ways (no value missing, none extra).
