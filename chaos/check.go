@@ -119,8 +119,18 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	if err != nil {
 		return err
 	}
-	if w.Stats, err = fetchStats(ctx, r.sbURL, r.token); err != nil {
+	// The books are read once no search runs at the sandbox: a search
+	// still running when every job is finished (one an engine gave up on,
+	// say) is charged when it ends, and a read before that misses it.
+	quietFor := max(r.cfg.SearchTime, r.cfg.SlowSearchTime) + time.Minute
+	stats := func(ctx context.Context) (sandbox.Stats, error) { return fetchStats(ctx, r.sbURL, r.token) }
+	quiet := false
+	if w.Stats, quiet, err = quietStats(ctx, stats, 100*time.Millisecond, quietFor); err != nil {
 		return err
+	}
+	if !quiet {
+		rep.violation("%d searches still ran at the sandbox %s after every job was finished: their charges may be missing from the checks",
+			w.Stats.Running, quietFor)
 	}
 
 	// Promise 7 (and 1): every acknowledged command is in SERP_COMMANDS,
@@ -269,6 +279,29 @@ func checkCommands(rep *Report, drawn []command, stored []storedCommand, rejecte
 	}
 	rep.Commands = len(stored)
 	return want
+}
+
+// quietStats reads the sandbox's stats with read until no search runs
+// there (Stats.Running is 0), every poll for at most bound; it returns the
+// last stats read and whether they were quiet.
+func quietStats(ctx context.Context, read func(context.Context) (sandbox.Stats, error), poll, bound time.Duration) (sandbox.Stats, bool, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		st, err := read(ctx)
+		if err != nil || st.Running == 0 {
+			return st, err == nil, err
+		}
+		if !time.Now().Before(deadline) {
+			return st, false, nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return st, false, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // fetchStats reads the sandbox's counters and books.

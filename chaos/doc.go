@@ -11,7 +11,8 @@
 // server, at random moments drawn from a seed. Once every job is finished,
 // or the chaos phase is over, the faults stop and every job must finish
 // within a bound. Then it reads serpent's streams whole (SERP_COMMANDS,
-// SERP_REJECTED, SERP_EVENTS) and the sandbox's books, and checks:
+// SERP_REJECTED, SERP_EVENTS) and, once no search runs there, the
+// sandbox's books, and checks:
 //
 //   - every job finished, and aggregate.Verify holds for its log (keys
 //     persisted before use, one body, never past a deadline, a new key
