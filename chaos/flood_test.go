@@ -54,8 +54,12 @@ func TestMalformedFlood(t *testing.T) {
 	loud := publishMix(t, srv.JS, "loud", good, bad)
 	flooded := waitJobs(t, st, loud)
 
-	// Every malformed command has one rejection, with the reason the
-	// engine's own rules give it and its payload byte for byte.
+	// Every malformed command has one rejection, with the reason it was
+	// written for and its payload byte for byte.
+	reasonOf := map[string]string{}
+	for _, b := range floodBad {
+		reasonOf[b.payload] = b.reason
+	}
 	cmds, err := srv.JS.Stream(ctx, snats.CommandStream)
 	require.NoError(t, err)
 	natstest.WaitFor(t, time.Minute, func() error {
@@ -88,6 +92,7 @@ func TestMalformedFlood(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, cmd.Data, m.Data)
 		require.Empty(t, chaos.JobOf(cmd.Data))
+		require.Equal(t, reasonOf[string(cmd.Data)], m.Header.Get(worker.HeaderRejectReason), "%s", cmd.Data)
 		require.NotEmpty(t, m.Header.Get(worker.HeaderRejectError))
 	}
 
@@ -134,9 +139,7 @@ func publishMix(t *testing.T, js jetstream.JetStream, name string, good, bad int
 	for i, b := 0, 0; i < good || b < bad; {
 		var payload string
 		if b < bad && (i >= good || b < (i+1)*every) {
-			payload = []string{`{"slot":"soon","query":"q","country":"US","language":"en","device":"mobile"}`,
-				`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","colour":"red"}`,
-				`not json at all`}[b%3]
+			payload = floodBad[b%len(floodBad)].payload
 			b++
 		} else {
 			payload = fmt.Sprintf(`{"slot":"2026-01-01T00:00:00Z","query":"%s %d","country":"US","language":"en","device":"mobile"}`, name, i)
@@ -157,6 +160,14 @@ func publishMix(t *testing.T, js jetstream.JetStream, name string, good, bad int
 		}
 	}
 	return jobs
+}
+
+// floodBad are the flood's malformed commands, each with the reason it
+// was written to be refused for.
+var floodBad = []struct{ payload, reason string }{
+	{`{"slot":"soon","query":"q","country":"US","language":"en","device":"mobile"}`, "invalid_slot"},
+	{`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","colour":"red"}`, worker.ReasonMalformed},
+	{`not json at all`, worker.ReasonMalformed},
 }
 
 type latency struct{ median, max time.Duration }
