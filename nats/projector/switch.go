@@ -45,8 +45,8 @@ func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
 		}
 		var window []pendingWrite
 		flush := func() error {
-			err := waitWrites(ctx, window)
-			c.written += len(window)
+			n, err := waitWrites(ctx, window)
+			c.written += n
 			window = window[:0]
 			return err
 		}
@@ -102,21 +102,25 @@ type pendingWrite struct {
 	fut jetstream.PubAckFuture
 }
 
-func waitWrites(ctx context.Context, ws []pendingWrite) error {
+// waitWrites waits for every write of ws; it returns how many were
+// stored and what the others met.
+func waitWrites(ctx context.Context, ws []pendingWrite) (int, error) {
 	var errs []error
+	stored := 0
 	for _, p := range ws {
 		select {
 		case <-p.fut.Ok():
+			stored++
 		case err := <-p.fut.Err():
 			if snats.IsCASConflict(err) {
 				err = fmt.Errorf("it changed during the switch (is a runner still writing?): %w", err)
 			}
 			errs = append(errs, fmt.Errorf("projector: switch %s: %w", p.key, err))
 		case <-ctx.Done():
-			return ctx.Err()
+			return stored, ctx.Err()
 		}
 	}
-	return errors.Join(errs...)
+	return stored, errors.Join(errs...)
 }
 
 // indexLive reads every key of a live bucket, delete markers included.
