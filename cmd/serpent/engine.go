@@ -91,7 +91,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	var events worker.Store = st
-	mx, tally := newEngineMetrics(js, f.workerName())
+	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now)
 	if f.groupCommit {
 		c := group.New(st, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)
@@ -122,7 +122,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return fmt.Errorf("micro service: %w", err)
 	}
 	if f.httpAddr != "" {
-		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log}
+		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now}
 		addr, stop, err := ops.serveHTTP(f.httpAddr)
 		if err != nil {
 			return err

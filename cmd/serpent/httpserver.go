@@ -33,15 +33,28 @@ type opsServer struct {
 	metrics     *metrics.Metrics
 	tally       *metrics.Tally
 	log         *slog.Logger
+	// now is the engine's clock (the server's, as the limiter reads it);
+	// nil for the machine's.
+	now func() time.Time
+}
+
+// clock is the time the status page reads the shared state at.
+func (s *opsServer) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // newEngineMetrics returns the registry of "serpent run" (worker is its
 // name) and the tally of the log it shows; the tally is fed by serveHTTP.
-func newEngineMetrics(js jetstream.JetStream, worker string) (*metrics.Metrics, *metrics.Tally) {
+// now is the engine's clock: the accounts' slots, pauses and spending
+// days are stamped by the server's, and read by it too.
+func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time) (*metrics.Metrics, *metrics.Tally) {
 	tally := metrics.NewTally().ForgetFinished()
-	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", time.Now()) }
+	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", now()) }
 	last := func(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, js) }
-	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js) }
+	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js, now()) }
 	return metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Accounts: accts, Worker: worker, Version: version}), tally
 }
 
@@ -56,8 +69,8 @@ func eventLogLastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error
 }
 
 // accountFigures reads the API accounts' shared state for the metrics.
-func accountFigures(ctx context.Context, js jetstream.JetStream) ([]metrics.Account, error) {
-	sts, err := worker.AccountStatuses(ctx, js, time.Now())
+func accountFigures(ctx context.Context, js jetstream.JetStream, now time.Time) ([]metrics.Account, error) {
+	sts, err := worker.AccountStatuses(ctx, js, now)
 	if err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	_, err = projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
-	mx, tally := newEngineMetrics(srv.JS, "w")
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true, ops: opsFlags{readyMaxLag: 0, readyMaxBehind: time.Hour}, metrics: mx, tally: tally}
 	lines, ok := ops.readiness(ctx)
 	require.True(t, ok, "nothing to apply yet: %v", lines)
@@ -192,7 +192,7 @@ func readyzWithOneApplied(t *testing.T, srv *natstest.Server, maxBehind time.Dur
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	_, err = projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
-	mx, tally := newEngineMetrics(srv.JS, "w")
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true,
 		ops: opsFlags{readyMaxLag: 5000, readyMaxBehind: maxBehind}, metrics: mx, tally: tally}
 	_, err = srv.JS.Publish(ctx, readyzSubject, []byte(`{}`))
@@ -315,11 +315,46 @@ func TestEventLogLastSeqWithoutProjections(t *testing.T) {
 		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`{}`))
 		require.NoError(t, err)
 	}
-	mx, _ := newEngineMetrics(srv.JS, "w")
+	mx, _ := newEngineMetrics(srv.JS, "w", time.Now)
 	rec := httptest.NewRecorder()
 	mx.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	body := rec.Body.String()
 	require.Equal(t, 0.0, metricValue(body, "serpent_projection_lag_up"), "no projections, no lag")
 	require.Equal(t, 3.0, metricValue(body, "serpent_event_log_last_seq"))
+}
+
+// TestAccountFiguresByTheEnginesClock: the accounts' shared state (a
+// search's slot until its lease ends, pauses, the spending day) is
+// stamped by the server's clock, which the engine reads; the metrics and
+// the status page read it by the same clock, not the machine's, so a
+// machine whose clock is off does not count an ended slot as running.
+func TestAccountFiguresByTheEnginesClock(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
+	require.NoError(t, err)
+	require.NoError(t, worker.SetLimits(ctx, srv.JS, "team-a", accounts.Limits{MaxInFlight: 2}))
+	server := time.Now()
+	_, err = kv.Put(ctx, "slot.team-a.0", []byte(`{"worker":"w","job":"j","until":"`+server.Add(time.Minute).Format(time.RFC3339Nano)+`"}`))
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		now  func() time.Time
+		want float64
+	}{
+		"the lease runs":    {func() time.Time { return server }, 1},
+		"the lease is over": {func() time.Time { return server.Add(time.Hour) }, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mx, tally := newEngineMetrics(srv.JS, "w", tc.now)
+			ops := &opsServer{nc: srv.Conn, js: srv.JS, metrics: mx, tally: tally, now: tc.now}
+			rec := httptest.NewRecorder()
+			ops.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			require.Equal(t, tc.want, metricValue(rec.Body.String(), `serpent_account_in_flight{account="team-a"}`))
+			d := ops.collectStatus(ctx, ops.clock())
+			require.Len(t, d.Accounts, 1)
+			require.Equal(t, int(tc.want), d.Accounts[0].InFlight)
+		})
+	}
 }

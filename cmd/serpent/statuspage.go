@@ -117,7 +117,7 @@ type chartBar struct {
 func (s *opsServer) statusPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
 	defer cancel()
-	d := s.collectStatus(ctx, time.Now())
+	d := s.collectStatus(ctx, s.clock())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if err := statusTmpl.Execute(w, d); err != nil {
