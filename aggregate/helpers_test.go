@@ -114,3 +114,20 @@ func types(evs []events.Event) []string {
 }
 
 var okResult = []byte(`{"requestId":"req_ok","organic":[{"position":1,"title":"t","link":"https://example.com/"}]}`)
+
+// record appends a hand-made event at the job's next version, as a buggy
+// engine would have written it: no decision checks it.
+func (j *job) record(d events.Payload) {
+	e := events.Event{ID: j.ids.EventID(), JobID: j.s.JobID, Version: uint64(len(j.log) + 1), Time: j.now, Data: d}
+	j.log = append(j.log, e)
+	j.s = aggregate.Apply(j.s, e)
+}
+
+// ruleNames lists the rules of violations, in order.
+func ruleNames(v []aggregate.Violation) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = x.Rule
+	}
+	return out
+}

@@ -24,6 +24,19 @@ const (
 	RuleSettledFirst    = "settled_before_not_charged" // no "not charged" while a search may still run
 	RuleChargesOnce     = "charges_listed_once"        // a charged verdict lists its new charges, others none
 	RuleJobIdentity     = "job_of_its_observation"     // the job id and body are those of its slot and search
+	// RuleStaleOutcome: an outcome recorded is of the current key's latest
+	// send (its try). The decider refuses any other as stale
+	// (ErrStaleOutcome), so one in the log is a bug: an older try's 429
+	// says nothing of a newer try that may have run and been billed
+	// (stale-try-rotates-key). A stale outcome neither settles its key nor
+	// tells the outcome of the send still waiting for one.
+	//
+	// Its limit: an ObservationStored carries no try, so a stored result
+	// of an older try (stale-success-hides-charge) looks like the latest
+	// try's in the log. Only the billing ledger shows it: the newer try's
+	// charge is on the accepted key under another request id, which
+	// serpent audit --ledger reports unless the stored result has pages.
+	RuleStaleOutcome = "outcome_of_latest_send"
 )
 
 // Violation is one broken promise in a job's history.
@@ -91,6 +104,25 @@ func Purchases(evs []events.Event) int {
 		p.add(e)
 	}
 	return p.n()
+}
+
+// staleOutcome says why an outcome is not of the current key's latest
+// send, as the decider judges it (Decider.Decide returns ErrStaleOutcome),
+// or "" when it is; s is the job before the outcome.
+func staleOutcome(s State, d events.OutcomeClassified) string {
+	cur, _ := s.Current()
+	a := s.attempt(d.Key)
+	switch {
+	case a == nil:
+		return fmt.Sprintf("an outcome of key %s, which the job never stored", d.Key)
+	case d.Key != cur.Key:
+		return fmt.Sprintf("an outcome of key %s after %s replaced it: only the current key's latest send speaks", d.Key, cur.Key)
+	case d.Try < a.Tries:
+		return fmt.Sprintf("the outcome of try %d of key %s, recorded after try %d was sent: only the key's latest send speaks for it", d.Try, d.Key, a.Tries)
+	case d.Try > a.Tries:
+		return fmt.Sprintf("an outcome of try %d of key %s, which was sent %d times", d.Try, d.Key, a.Tries)
+	}
+	return ""
 }
 
 // Verify checks one job's history, in order, against serpent's promises
@@ -188,6 +220,10 @@ func Verify(evs []events.Event) []Violation {
 			}
 			lease, outcome, lastSend = Lease{Worker: d.Worker, Until: d.LeaseUntil}, false, e.Time
 		case events.OutcomeClassified:
+			if stale := staleOutcome(s, d); stale != "" {
+				flag(e, RuleStaleOutcome, "%s", stale)
+				break
+			}
 			// A search that did not complete is settled by any send's
 			// confirmed answer (the API replays the key's first
 			// execution); one that did not run, only by the key's first

@@ -264,3 +264,72 @@ func TestVerifyOneSenderWhateverTheName(t *testing.T) {
 	require.NotEmpty(t, v)
 	require.Equal(t, aggregate.RuleConcurrentSend, v[0].Rule)
 }
+
+// TestVerifyFlagsAStaleTryThatRotatesTheKey: the stale-try-rotates-key
+// history as that bug wrote it. Worker A's try 1 gets a 429 and A stalls;
+// its lease ends and worker B sends try 2, which runs and is billed; A's
+// 429 for try 1 is then recorded and rotates the key, and the new key buys
+// again. The 429 speaks only of try 1: it neither settles the key nor
+// makes the rotation lawful.
+func TestVerifyFlagsAStaleTryThatRotatesTheKey(t *testing.T) {
+	j := newJob(t)
+	k1, try := j.send("a")
+	require.Equal(t, 1, try)
+	j.now = j.now.Add(aggregate.DefaultPolicy().Lease.D() + time.Second)
+	_, try = j.send("b") // A's lease ended: B resends the key
+	require.Equal(t, 2, try)
+	leaseB := j.s.Lease.Until
+	j.now = j.now.Add(time.Second)
+	j.record(events.OutcomeClassified{Key: k1, Try: 1, Status: 429, Code: "rate_limited",
+		Class: string(aggregate.ClassRateLimited), Action: string(aggregate.ActionRetryNewKey), Attempt: 1, Sends: 2, NextRunAt: j.now})
+	k2 := "00000000-0000-4000-8000-000000000999"
+	j.record(events.KeyRotated{OldKey: k1, NewKey: k2, Attempt: 2, BodySHA256: j.s.BodySHA256, Reason: "rate_limited", NextRunAt: j.now})
+	j.now = leaseB.Add(time.Second) // B froze: no second sender
+	key, try := j.send("c")
+	require.Equal(t, k2, key)
+	j.must(aggregate.Outcome{Key: key, Try: try, Status: 200, RequestID: "r2", Result: okResult, Pages: 1})
+	require.Equal(t, aggregate.StatusSucceeded, j.s.Status)
+
+	v := aggregate.Verify(j.log)
+	require.Equal(t, []string{aggregate.RuleStaleOutcome, aggregate.RuleDefiniteFirst}, ruleNames(v), "%v", v)
+	require.Contains(t, v[0].Detail, "try 1")
+	require.Contains(t, v[0].Detail, "try 2")
+}
+
+// TestVerifyStaleAnswerLeavesTheOutcomeUnknown: an answer of an older try,
+// recorded after a newer try was sent, says nothing of the newer one: a
+// third send inside the newer try's lease is a second sender all the same.
+// So is an answer of a key already replaced.
+func TestVerifyStaleAnswerLeavesTheOutcomeUnknown(t *testing.T) {
+	lease := aggregate.DefaultPolicy().Lease.D()
+	t.Run("an older try", func(t *testing.T) {
+		j := newJob(t)
+		k1, _ := j.send("a")
+		j.now = j.now.Add(lease + time.Second)
+		j.send("b") // try 2
+		leaseB := j.s.Lease.Until
+		j.now = j.now.Add(time.Second)
+		j.record(events.OutcomeClassified{Key: k1, Try: 1, Unknown: "timeout",
+			Class: string(aggregate.ClassUnknown), Action: string(aggregate.ActionRetrySameKey), Attempt: 1, Sends: 2, NextRunAt: j.now})
+		j.now = j.now.Add(time.Second)
+		require.True(t, j.now.Before(leaseB))
+		j.record(events.Sent{Key: k1, Attempt: 1, Try: 3, Worker: "c", LeaseUntil: j.now.Add(lease), Deadline: j.s.Attempts[0].Deadline})
+		v := aggregate.Verify(j.log)
+		require.Equal(t, []string{aggregate.RuleStaleOutcome, aggregate.RuleConcurrentSend}, ruleNames(v), "%v", v)
+	})
+	t.Run("a replaced key", func(t *testing.T) {
+		j := newJob(t)
+		k1, try := j.send("a")
+		j.must(aggregate.Outcome{Key: k1, Try: try, Status: 408, Code: "search_timeout", RequestID: "r1"})
+		j.waitDue()
+		k2, _ := j.send("b")
+		require.NotEqual(t, k1, k2)
+		j.now = j.now.Add(time.Second)
+		j.record(events.OutcomeClassified{Key: k1, Try: 1, Unknown: "timeout",
+			Class: string(aggregate.ClassUnknown), Action: string(aggregate.ActionRetrySameKey), Attempt: 1, Sends: 2, NextRunAt: j.now})
+		j.now = j.now.Add(time.Second)
+		j.record(events.Sent{Key: k2, Attempt: 2, Try: 2, Worker: "c", LeaseUntil: j.now.Add(lease), Deadline: j.s.Attempts[1].Deadline})
+		v := aggregate.Verify(j.log)
+		require.Equal(t, []string{aggregate.RuleStaleOutcome, aggregate.RuleConcurrentSend}, ruleNames(v), "%v", v)
+	})
+}

@@ -304,3 +304,32 @@ func TestUnreadableEventsAreFindings(t *testing.T) {
 	require.Equal(t, uint64(7), r.Violations[0].Seq)
 	require.Contains(t, r.Violations[0].String(), "job abc: readable_event")
 }
+
+// TestLedgerShowsAStaleStoredResultsCharge: the stale-success-hides-charge
+// history. Worker A's try 1 finds nothing (free, zero pages) and A stalls;
+// worker B's try 2 runs the search again and is billed; A's empty result
+// is then stored. An ObservationStored carries no try, so the log alone
+// cannot tell it from try 2's (outcome_of_latest_send's limit); the
+// billing ledger shows try 2's charge, which nothing in the log explains.
+func TestLedgerShowsAStaleStoredResultsCharge(t *testing.T) {
+	ids := &projectionstest.IDs{}
+	j := projectionstest.NewJob(t, ids, "stale success", t0)
+	j.Send()
+	j.Now = j.Now.Add(aggregate.DefaultPolicy().Lease.D() + time.Second)
+	j.Do(aggregate.Due{Worker: "w2"}) // A's lease ended: B sends try 2
+	key, tries := j.Key()
+	require.Equal(t, 2, tries)
+	j.Now = j.Now.Add(time.Second)
+	stored := events.Event{ID: ids.EventID(), JobID: j.S.JobID, Version: uint64(len(j.Log) + 1), Time: j.Now,
+		Data: events.ObservationStored{Key: key, RequestID: "req_try1", Result: projectionstest.Result("req_try1", 0)}}
+	j.Log = append(j.Log, stored)
+
+	at := j.Now.Add(time.Hour)
+	a := audit.New(audit.Options{Now: at})
+	a.Add(audit.CheckJob(j.Log, audit.Options{Now: at}), len(j.Log))
+	require.True(t, a.Report().OK(), "the log alone cannot tell which try a stored result is of")
+	a.Ledger([]events.LedgerEntry{{RequestID: "req_try2", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000}})
+	r := a.Report()
+	require.Equal(t, []string{audit.RuleExplained}, rules(r), "%v", r.Violations)
+	require.Equal(t, j.S.JobID, r.Violations[0].JobID)
+}

@@ -5,10 +5,11 @@
 //
 // Per job, CheckJob runs aggregate.Verify (gapless versions, keys persisted
 // before use, one body, never past a key's deadline, only the current key,
-// a definite outcome before a new key, one sender, at most one purchase
-// unless authorised, nothing after a terminal state) and adds one rule of
-// its own, terminal_or_pending: a job that is not finished must be
-// legitimately pending at the audit's time (see Pending).
+// a definite outcome before a new key, an outcome only of the current key's
+// latest send, one sender, at most one purchase unless authorised, nothing
+// after a terminal state) and adds one rule of its own, terminal_or_pending:
+// a job that is not finished must be legitimately pending at the audit's
+// time (see Pending).
 //
 // An Auditor gathers the jobs into a Report and adds the checks that need
 // more than one job: every command became a job or a rejection

@@ -68,9 +68,10 @@ func runAudit(ctx context.Context, args []string, env func(string) string, stdou
 
 Replays every event of SERP_EVENTS, folds every job and checks the promises:
 gapless versions, keys persisted before use, one body per job, no resend
-past a key's deadline, a new key only after a definite outcome, at most one
-purchase per job unless deliberately re-bought, every job finished or
-legitimately pending, and every command a job or a recorded rejection.
+past a key's deadline, a new key only after a definite outcome, an outcome
+only of a key's latest send, at most one purchase per job unless
+deliberately re-bought, every job finished or legitimately pending, and
+every command a job or a recorded rejection.
 With --ledger it joins the provider's billing ledger by key and request id:
 one charge per accepted first execution, every charge explained.
 
