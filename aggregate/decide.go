@@ -380,14 +380,17 @@ func (s State) charges(entries []events.LedgerEntry) []events.LedgerEntry {
 	return out
 }
 
-// ChargeID names the charge a ledger entry records: its request id, or its
-// key when the entry has none. Every count of a job's purchases counts a
+// ChargeID names the charge a ledger entry records: its request id, or,
+// when the entry has none, everything it holds (key, time, pages and
+// amount): two charges on one key without a request id are two, the same
+// entry found twice is one. Every count of a job's purchases counts a
 // charge once by it.
 func ChargeID(e events.LedgerEntry) string {
-	if e.RequestID == "" {
-		return "key:" + e.Key
+	if e.RequestID != "" {
+		return e.RequestID
 	}
-	return e.RequestID
+	return fmt.Sprintf("key:%s|at:%s|pages:%d|billed:%d|micros:%d",
+		e.Key, e.At.UTC().Format(time.RFC3339Nano), e.Pages, e.BilledPages, e.AmountMicros)
 }
 
 func (b *emitter) cancel(in Cancel) error {

@@ -598,3 +598,41 @@ func TestLedgerBehindTheAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestChargesWithoutARequestIDAreDistinct: a ledger entry without a
+// request id names its charge by everything it holds, not by its key
+// alone. Two charges on one key, neither with a request id, are two
+// purchases (Verify flags the second); the same entry found twice is one.
+func TestChargesWithoutARequestIDAreDistinct(t *testing.T) {
+	reconcile := func(t *testing.T, entries func(key string) []events.LedgerEntry) (*job, events.Reconciled) {
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Status: 409, Code: "idempotency_replay_unavailable"})
+		q := j.s.ReconcileQuery()
+		evs := j.must(aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs, Entries: entries(key)})
+		return j, evs[0].Data.(events.Reconciled)
+	}
+	t.Run("two charges on one key", func(t *testing.T) {
+		j, rec := reconcile(t, func(key string) []events.LedgerEntry {
+			return []events.LedgerEntry{
+				{Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: t0.Add(time.Minute)},
+				{Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: t0.Add(2 * time.Minute)},
+			}
+		})
+		require.Equal(t, 2, rec.Charges)
+		require.Len(t, j.s.Accounted, 2)
+		require.Equal(t, 2, aggregate.Purchases(j.log))
+		require.Equal(t, []string{aggregate.RuleOnePurchase}, ruleNames(aggregate.Verify(j.log)))
+	})
+	t.Run("one charge found twice", func(t *testing.T) {
+		j, rec := reconcile(t, func(key string) []events.LedgerEntry {
+			en := events.LedgerEntry{Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: t0.Add(time.Minute)}
+			again := en
+			again.At = en.At.In(time.FixedZone("CET", 3600)) // the same instant, told in another zone
+			return []events.LedgerEntry{en, again}
+		})
+		require.Equal(t, 1, rec.Charges)
+		require.Equal(t, 1, aggregate.Purchases(j.log))
+		require.Empty(t, aggregate.Verify(j.log))
+	})
+}

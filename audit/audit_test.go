@@ -333,3 +333,32 @@ func TestLedgerShowsAStaleStoredResultsCharge(t *testing.T) {
 	require.Equal(t, []string{audit.RuleExplained}, rules(r), "%v", r.Violations)
 	require.Equal(t, j.S.JobID, r.Violations[0].JobID)
 }
+
+// TestLedgerChargesWithoutARequestIDAreDistinct: the ledger join counts
+// an entry found twice once, but only an entry with a request id is known
+// by it. Two charges on an accepted key, neither with a request id, are
+// two charges; the same entry without one, found twice, is one.
+func TestLedgerChargesWithoutARequestIDAreDistinct(t *testing.T) {
+	s := setup(t)
+	key := aggregate.Fold(s.jobs[0]).Attempts[0].Key
+	t.Run("two charges on one key", func(t *testing.T) {
+		l := s.ledger()
+		l[0].RequestID = ""
+		l = append(l, events.LedgerEntry{Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: t0.Add(time.Hour)})
+		a := s.run()
+		a.Ledger(l)
+		r := a.Report()
+		require.Equal(t, []string{audit.RuleLedgerPurchases, audit.RuleOneCharge}, rules(r), "%v", r.Violations)
+		require.Equal(t, 5, r.Ledger.Charges)
+	})
+	t.Run("one charge found twice", func(t *testing.T) {
+		l := s.ledger()
+		l[0].RequestID = ""
+		l = append(l, l[0])
+		a := s.run()
+		a.Ledger(l)
+		r := a.Report()
+		require.True(t, r.OK(), "%v", r.Violations)
+		require.Equal(t, 4, r.Ledger.Charges)
+	})
+}

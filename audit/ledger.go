@@ -10,7 +10,9 @@ import (
 
 // LedgerSummary accounts for the provider's charges joined to the log.
 type LedgerSummary struct {
-	// Charges counts distinct charges (by request id) looked at.
+	// Charges counts distinct charges looked at: entries with a request id
+	// by it and their key, entries without one by all they hold
+	// (aggregate.ChargeID).
 	Charges int `json:"charges"`
 	// Observations are charges of accepted first executions; Reconciled
 	// charges a reconciliation found and recorded (charged_no_result).
@@ -31,7 +33,7 @@ type LedgerSummary struct {
 // attempt key and request id: each accepted first execution with pages has
 // exactly one charge, every charge is explained, and no job is charged
 // more than once plus its authorised re-purchases. Call it after every job
-// was added; entries found twice count once.
+// was added; entries found twice count once (see chargeOf).
 func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 	sum := &LedgerSummary{}
 	a.ledger = sum
@@ -48,7 +50,7 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 	seen := map[string]bool{}
 	perJob, perAccepted := map[*Job]int{}, map[*Job]int{}
 	for _, en := range entries {
-		id := en.RequestID + "\x00" + en.Key
+		id := chargeOf(en)
 		if seen[id] {
 			continue
 		}
@@ -98,13 +100,25 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 	}
 }
 
+// chargeOf names the charge an entry records, to count each once however
+// often the look-ups find it: by its request id and key, or, without a
+// request id, by everything the entry holds (aggregate.ChargeID). Two
+// charges on one key without request ids are two.
+func chargeOf(en events.LedgerEntry) string {
+	if en.RequestID == "" {
+		return aggregate.ChargeID(en)
+	}
+	return en.RequestID + "\x00" + en.Key
+}
+
 // explain says why a charge on one of j's keys or request ids exists, or
 // "" when nothing in the log explains it.
 func explain(j *Job, en events.LedgerEntry) string {
-	if acc := j.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID == acc.RequestID) {
+	if acc := j.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID != "" && en.RequestID == acc.RequestID) {
 		return "observation"
 	}
-	if slices.ContainsFunc(j.Reconciled, func(r events.LedgerEntry) bool { return r.RequestID == en.RequestID }) {
+	id := aggregate.ChargeID(en)
+	if slices.ContainsFunc(j.Reconciled, func(r events.LedgerEntry) bool { return aggregate.ChargeID(r) == id }) {
 		return "reconciled"
 	}
 	if !j.Status.Terminal() {
