@@ -257,13 +257,13 @@ func TestCommands(t *testing.T) {
 	tests := []struct {
 		name     string
 		cmds     []audit.Command
-		rejected map[uint64]bool
+		rejected map[uint64]string
 		settled  uint64
 		want     audit.CommandSummary
 		rules    []string
 	}{
 		{"a job, the same job again and a rejection", []audit.Command{{Seq: 1, JobID: known}, {Seq: 2, JobID: known},
-			{Seq: 3, Invalid: "bad slot"}}, map[uint64]bool{3: true}, 3,
+			{Seq: 3, Invalid: "bad slot"}}, map[uint64]string{3: "invalid_slot"}, 3,
 			audit.CommandSummary{Commands: 3, Jobs: 2, Rejected: 1}, nil},
 		{"a valid command without its job", []audit.Command{{Seq: 1, JobID: "0123"}}, nil, 1,
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
@@ -274,9 +274,9 @@ func TestCommands(t *testing.T) {
 		{"a command an earlier engine read leniently", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`}}, nil, 1,
 			audit.CommandSummary{Commands: 1, Jobs: 1, Lenient: 1}, nil},
 		{"a command rejected that also made its job", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`, Source: source}},
-			map[uint64]bool{1: true}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, []string{audit.RuleCommand}},
+			map[uint64]string{1: "malformed"}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, []string{audit.RuleCommand}},
 		{"a command rejected whose job another command made", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`, Source: source + "-other"}},
-			map[uint64]bool{1: true}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, nil},
+			map[uint64]string{1: "malformed"}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, nil},
 		{"a command refused today, neither a job nor rejected", []audit.Command{{Seq: 1, JobID: "0123", Invalid: `has the field "query" twice`}}, nil, 1,
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
 		{"an ambiguous command the intake has not settled, its observation a job", []audit.Command{{Seq: 7, JobID: known, Invalid: `has the field "query" twice`}}, nil, 5,
@@ -361,4 +361,32 @@ func TestLedgerChargesWithoutARequestIDAreDistinct(t *testing.T) {
 		require.True(t, r.OK(), "%v", r.Violations)
 		require.Equal(t, 4, r.Ledger.Charges)
 	})
+}
+
+// TestValidCommandRejectedOnlyForTheEngineConfiguration: a command the
+// audit reads as valid may be refused only for what depends on the
+// engine's configuration (an account it does not have); refused for
+// anything else (malformed, a bad field), its observation was never bought
+// though nothing was wrong with it.
+func TestValidCommandRejectedOnlyForTheEngineConfiguration(t *testing.T) {
+	valid := []audit.Command{{Seq: 1, JobID: "0123456789abcdef0123456789abcdef"}}
+	for reason, bad := range map[string]bool{"invalid_account": false, "malformed": true, "invalid_slot": true, "too_large": true, "": true} {
+		name := "rejected as " + reason
+		if reason == "" {
+			name = "rejected without a reason"
+		}
+		t.Run(name, func(t *testing.T) {
+			a := setup(t).run()
+			a.Commands(valid, map[uint64]string{1: reason}, 1)
+			r := a.Report()
+			require.Equal(t, &audit.CommandSummary{Commands: 1, Rejected: 1}, r.Commands)
+			if !bad {
+				require.True(t, r.OK(), "%v", r.Violations)
+				return
+			}
+			require.Equal(t, []string{audit.RuleCommand}, rules(r))
+			require.Equal(t, uint64(1), r.Violations[0].Seq)
+			require.Contains(t, r.Violations[0].Detail, "valid")
+		})
+	}
 }

@@ -1,6 +1,10 @@
 package audit
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Command is one message of SERP_COMMANDS, as the caller parsed it with the
 // engine's own rules (worker.ParseCommand and aggregate.NewSchedule).
@@ -38,22 +42,41 @@ type CommandSummary struct {
 	Lenient int `json:"lenient,omitempty"`
 }
 
-// Commands checks that every command became a job or a rejection. rejected
-// holds the command sequences of the rejection records
-// (Serpent-Command-Seq); commands after settledUpTo may still be in the
+// configReasons are the rejection reasons that depend on the engine's
+// configuration, not on the command: invalid_account, an API account the
+// engine was not given (worker.ReasonInvalidAccount). Every other reason
+// (malformed, too_large, invalid_<field>) is about the command itself, and
+// the audit reads the command by the engine's own rules.
+var configReasons = []string{"invalid_account"}
+
+// ConfigReason reports whether a rejection reason depends on the engine's
+// configuration: the only reasons a command valid by the rules may be
+// rejected for.
+func ConfigReason(reason string) bool { return slices.Contains(configReasons, reason) }
+
+// Commands checks that every command became a job or a rejection, and that
+// a command valid by the rules was rejected only for a reason that depends
+// on the engine's configuration (ConfigReason). rejected maps the command
+// sequence of each rejection record (Serpent-Command-Seq) to its reason
+// (Serpent-Reject-Reason); commands after settledUpTo may still be in the
 // intake's hands. Call it after every job was added.
-func (a *Auditor) Commands(cmds []Command, rejected map[uint64]bool, settledUpTo uint64) {
+func (a *Auditor) Commands(cmds []Command, rejected map[uint64]string, settledUpTo uint64) {
 	sum := &CommandSummary{}
 	a.commands = sum
 	for _, c := range cmds {
 		sum.Commands++
 		_, hasJob := a.jobs[c.JobID]
 		switch {
-		case rejected[c.Seq] && hasJob && c.Source != "" && a.jobs[c.JobID].Source == c.Source:
+		case hasRejection(rejected, c.Seq) && hasJob && c.Source != "" && a.jobs[c.JobID].Source == c.Source:
 			sum.Rejected++
 			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq, JobID: c.JobID,
 				Detail: fmt.Sprintf("command #%d was rejected and also made job %s", c.Seq, c.JobID)})
-		case rejected[c.Seq]:
+		case hasRejection(rejected, c.Seq) && c.Invalid == "" && !ConfigReason(rejected[c.Seq]):
+			sum.Rejected++
+			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq, JobID: c.JobID,
+				Detail: fmt.Sprintf("command #%d is a valid schedule command (job %s) but was rejected as %q; only a reason that depends on the engine's configuration (%s) may refuse it",
+					c.Seq, c.JobID, rejected[c.Seq], strings.Join(configReasons, ", "))})
+		case hasRejection(rejected, c.Seq):
 			sum.Rejected++
 		case c.Invalid != "" && (c.Unsettled || c.Seq > settledUpTo):
 			sum.Pending++ // to be refused, whatever job its observation has
@@ -74,4 +97,9 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]bool, settledUpTo
 				Detail: fmt.Sprintf("command #%d is invalid (%s) but has no rejection record", c.Seq, c.Invalid)})
 		}
 	}
+}
+
+func hasRejection(rejected map[uint64]string, seq uint64) bool {
+	_, ok := rejected[seq]
+	return ok
 }

@@ -29,6 +29,11 @@ const (
 	// serp.cmd.schedules.<op> for the operations on schedules are
 	// commands).
 	ReasonUnknownSubject = "unknown_subject"
+	// ReasonInvalidAccount refuses a command naming an API account this
+	// engine was not given: the one reason that depends on the engine's
+	// configuration, not on the command (serpent audit accepts it for a
+	// command otherwise valid).
+	ReasonInvalidAccount = "invalid_account"
 )
 
 // RejectError says why a command cannot become a job. Reason is the token of
@@ -148,7 +153,7 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
 	if _, err := e.api(sched.Account); err != nil {
-		return Scheduled{}, known{}, &RejectError{Reason: "invalid_account", Msg: err.Error(),
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonInvalidAccount, Msg: err.Error(),
 			Fields: []aggregate.FieldError{{Field: "account", Message: fmt.Sprintf("%q is not an account of this engine", sched.Account)}}}
 	}
 	evs, err := e.decider.Decide(aggregate.State{}, sched, e.cfg.Now(), e.cfg.IDs)

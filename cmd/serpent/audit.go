@@ -214,11 +214,15 @@ func consumerFloor(ctx context.Context, js jetstream.JetStream, name string) (ui
 // checkCommands reads every rejection and every command (schedule
 // operations aside), and checks each became a job or a rejection.
 func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, settled, strays uint64, bar *progress) error {
-	rejected := map[uint64]bool{}
+	rejected := map[uint64]string{} // command sequence: the rejection's reason
 	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
 			if seq, err := strconv.ParseUint(m.Header.Get(worker.HeaderCommandSeq), 10, 64); err == nil {
-				rejected[seq] = true
+				reason := m.Header.Get(worker.HeaderRejectReason)
+				if reason == "" {
+					reason = strings.TrimPrefix(m.Subject, snats.RejectSubjectPrefix)
+				}
+				rejected[seq] = reason
 			}
 		}
 		return nil
