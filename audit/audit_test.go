@@ -281,13 +281,15 @@ func TestCommands(t *testing.T) {
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
 		{"an ambiguous command the intake has not settled, its observation a job", []audit.Command{{Seq: 7, JobID: known, Invalid: `has the field "query" twice`}}, nil, 5,
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
-		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Unsettled: true}}, nil, 5,
+		{"an ambiguous command the intake has not settled, which an earlier engine made its job", []audit.Command{{Seq: 7, JobID: known, Invalid: `has the field "query" twice`, Source: source}}, nil, 5,
+			audit.CommandSummary{Commands: 1, Jobs: 1, Lenient: 1}, nil},
+		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Stray: true}}, nil, 5,
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := s.run()
-			a.Commands(tt.cmds, tt.rejected, tt.settled)
+			a.Commands(tt.cmds, tt.rejected, audit.Consumer{Floor: tt.settled}, audit.Consumer{})
 			r := a.Report()
 			require.Equal(t, &tt.want, r.Commands)
 			require.Equal(t, tt.rules, rules(r))
@@ -377,7 +379,7 @@ func TestValidCommandRejectedOnlyForTheEngineConfiguration(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			a := setup(t).run()
-			a.Commands(valid, map[uint64]string{1: reason}, 1)
+			a.Commands(valid, map[uint64]string{1: reason}, audit.Consumer{Floor: 1}, audit.Consumer{})
 			r := a.Report()
 			require.Equal(t, &audit.CommandSummary{Commands: 1, Rejected: 1}, r.Commands)
 			if !bad {
@@ -389,4 +391,63 @@ func TestValidCommandRejectedOnlyForTheEngineConfiguration(t *testing.T) {
 			require.Contains(t, r.Violations[0].Detail, "valid")
 		})
 	}
+}
+
+// TestCommandsBehindAStuckFloor: one command the intake never settles (a
+// command redelivered for ever) holds its acknowledgement floor. The
+// commands after it the intake delivered and acknowledged without making
+// their job are lost, not pending: only as many of them as the intake had
+// deliveries outstanding can still be in its hands.
+func TestCommandsBehindAStuckFloor(t *testing.T) {
+	s := setup(t)
+	cmds := []audit.Command{{Seq: 1, JobID: "01"}, {Seq: 2, JobID: "02"}, {Seq: 3, JobID: "03"}}
+	tests := []struct {
+		name   string
+		intake audit.Consumer
+		want   audit.CommandSummary
+		rules  []string
+	}{
+		{"one outstanding of three delivered", audit.Consumer{Floor: 0, Delivered: 3, Outstanding: 1},
+			audit.CommandSummary{Commands: 3, Pending: 1, Lost: 2}, []string{audit.RuleCommand}},
+		{"all three outstanding", audit.Consumer{Floor: 0, Delivered: 3, Outstanding: 3},
+			audit.CommandSummary{Commands: 3, Pending: 3}, nil},
+		{"one outstanding, the others not delivered yet", audit.Consumer{Floor: 0, Delivered: 1, Outstanding: 1},
+			audit.CommandSummary{Commands: 3, Pending: 3}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := s.run()
+			a.Commands(cmds, nil, tt.intake, audit.Consumer{})
+			r := a.Report()
+			require.Equal(t, &tt.want, r.Commands)
+			require.Equal(t, tt.rules, rules(r), "%v", r.Violations)
+			if tt.rules != nil {
+				require.Contains(t, r.Violations[0].Detail, "at least 2 were acknowledged and lost (among #1, #2, #3)")
+			}
+		})
+	}
+}
+
+// TestCommandsStuckPastStuckAfter: a command after its consumer's floor
+// with neither a job nor a rejection is pending for stuck_after from when
+// the stream stored it, and stuck after that, like a job no worker took.
+func TestCommandsStuckPastStuckAfter(t *testing.T) {
+	s := setup(t)
+	cmds := []audit.Command{
+		{Seq: 1, JobID: "01", At: s.now.Add(-time.Hour)},
+		{Seq: 2, JobID: "02", At: s.now.Add(-time.Minute)},
+		{Seq: 3, Invalid: "nothing reads serp.cmd.x", Stray: true, At: s.now.Add(-time.Hour)},
+		{Seq: 4, JobID: "04"}, // no time: pending
+	}
+	a := s.run()
+	a.Commands(cmds, nil, audit.Consumer{}, audit.Consumer{})
+	r := a.Report()
+	require.Equal(t, &audit.CommandSummary{Commands: 4, Pending: 2, Stuck: 2}, r.Commands)
+	require.Equal(t, []string{audit.RuleCommand, audit.RuleCommand}, rules(r))
+	bySeq := map[uint64]string{}
+	for _, f := range r.Violations {
+		bySeq[f.Seq] = f.Detail
+	}
+	require.Contains(t, bySeq[1], "the intake has not settled it")
+	require.Contains(t, bySeq[3], "the serpent-strays consumer has not settled it")
 }

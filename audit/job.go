@@ -66,8 +66,8 @@ const DefaultStuckAfter = 15 * time.Minute
 type Options struct {
 	// Now is the time the audit judges pending jobs at.
 	Now time.Time
-	// StuckAfter is how long a job may be overdue; 0 means
-	// DefaultStuckAfter.
+	// StuckAfter is how long a job may be overdue, and a command wait
+	// for its consumer to settle it; 0 means DefaultStuckAfter.
 	StuckAfter time.Duration
 }
 

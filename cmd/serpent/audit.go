@@ -61,7 +61,7 @@ func runAudit(ctx context.Context, args []string, env func(string) string, stdou
 	fs.StringVar(&f.ledgerFile, "ledger-file", "", "join a billing ledger export instead: {\"entries\":[...]} as GET /v1/billing/ledger answers")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token for --ledger")
 	fs.StringVar(&f.now, "now", "", "judge pending jobs at this RFC 3339 time (default: now)")
-	fs.DurationVar(&f.stuckAfter, "stuck-after", audit.DefaultStuckAfter, "how long a job may be overdue before it counts as stuck")
+	fs.DurationVar(&f.stuckAfter, "stuck-after", audit.DefaultStuckAfter, "how long a job may be overdue, or a command wait for its consumer, before it counts as stuck")
 	f.progress = progressFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent audit [flags]
@@ -170,14 +170,14 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 		return nil, err
 	}
 	defer nc.Close()
-	// Commands up to the intake's floor, and strays up to the
-	// serpent-strays consumer's, were settled before the log and the
-	// rejections are read, so their jobs or rejections are in what follows.
-	settled, haveCommands, err := consumerFloor(ctx, js, snats.IntakeConsumer)
+	// What the intake, and the serpent-strays consumer, had settled is
+	// read before the log and the rejections, so the jobs or rejections
+	// of those commands are in what follows.
+	intake, haveCommands, err := commandConsumer(ctx, js, snats.IntakeConsumer)
 	if err != nil {
 		return nil, err
 	}
-	strays, _, err := consumerFloor(ctx, js, snats.StrayConsumer)
+	strays, _, err := commandConsumer(ctx, js, snats.StrayConsumer)
 	if err != nil {
 		return nil, err
 	}
@@ -186,34 +186,36 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 		return nil, err
 	}
 	if haveCommands {
-		if err := checkCommands(ctx, js, a, settled, strays, bar); err != nil {
+		if err := checkCommands(ctx, js, a, intake, strays, bar); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-// consumerFloor is the acknowledgement floor of a consumer on the
-// commands; ok is false when it does not exist (for the intake: there are
-// no commands to check).
-func consumerFloor(ctx context.Context, js jetstream.JetStream, name string) (uint64, bool, error) {
+// commandConsumer is what a consumer on the commands had settled: its
+// acknowledgement floor, its last delivery and how many of its deliveries
+// were unacknowledged. JetStream does not list which ones; audit.Commands
+// counts them. ok is false when the consumer does not exist (for the
+// intake: there are no commands to check).
+func commandConsumer(ctx context.Context, js jetstream.JetStream, name string) (audit.Consumer, bool, error) {
 	c, err := js.Consumer(ctx, snats.CommandStream, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, false, nil
+		return audit.Consumer{}, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("audit: consumer %s: %w", name, err)
+		return audit.Consumer{}, false, fmt.Errorf("audit: consumer %s: %w", name, err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return 0, false, fmt.Errorf("audit: consumer %s: %w", name, err)
+		return audit.Consumer{}, false, fmt.Errorf("audit: consumer %s: %w", name, err)
 	}
-	return info.AckFloor.Stream, true, nil
+	return audit.Consumer{Floor: info.AckFloor.Stream, Delivered: info.Delivered.Stream, Outstanding: info.NumAckPending}, true, nil
 }
 
 // checkCommands reads every rejection and every command (schedule
 // operations aside), and checks each became a job or a rejection.
-func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, settled, strays uint64, bar *progress) error {
+func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, intake, strays audit.Consumer, bar *progress) error {
 	rejected := map[uint64]string{} // command sequence: the rejection's reason
 	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
@@ -231,8 +233,7 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 		return fmt.Errorf("audit: rejections: %w", err)
 	}
 	// Commands on subjects nothing reads are the serpent-strays
-	// consumer's to reject, up to its own floor (none before an engine
-	// made it).
+	// consumer's to reject (none before an engine made it).
 	var cmds []audit.Command
 	_, err = projector.ReadStream(ctx, js, snats.CommandStream, snats.CommandSubjects, 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
@@ -240,8 +241,9 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 				continue // schedule operations change schedules, not jobs
 			}
 			c := parseCommand(m.Seq, m.Subject, m.Data)
-			c.Unsettled = m.Subject != snats.ScheduleSubject && m.Seq > strays
+			c.Stray = m.Subject != snats.ScheduleSubject
 			c.Source = fmt.Sprintf("%s:%d", snats.CommandStream, m.Seq) // as the intake names it
+			c.At = m.Time
 			cmds = append(cmds, c)
 		}
 		bar.update("commands", uint64(len(cmds)), 0)
@@ -250,7 +252,7 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	if err != nil {
 		return fmt.Errorf("audit: commands: %w", err)
 	}
-	a.Commands(cmds, rejected, settled)
+	a.Commands(cmds, rejected, intake, strays)
 	return nil
 }
 
@@ -424,8 +426,8 @@ func printReport(w io.Writer, r audit.Report) error {
 	fmt.Fprintf(tw, "jobs\t%d: %s (%d legitimately pending)\n", r.Jobs, orDash(strings.Join(statuses, ", ")), r.Pending)
 	fmt.Fprintf(tw, "purchases\t%d (%d re-purchases authorised)\n", r.Purchases, r.RepurchasesAuthorized)
 	if c := r.Commands; c != nil {
-		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d pending at the intake, %d lost\n",
-			c.Commands, c.Jobs, c.Rejected, c.Pending, c.Lost)
+		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d pending at the intake, %d stuck, %d lost\n",
+			c.Commands, c.Jobs, c.Rejected, c.Pending, c.Stuck, c.Lost)
 		if c.Lenient > 0 {
 			fmt.Fprintf(tw, "\t%d of the jobs from commands this version refuses (a field named twice or in another case): their publishers will see them refused\n", c.Lenient)
 		}

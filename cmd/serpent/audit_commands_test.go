@@ -92,3 +92,47 @@ func TestAuditValidCommandRejectedForItsContent(t *testing.T) {
 	require.Equal(t, seqs[1], rep.Violations[0].Seq)
 	require.Contains(t, rep.Violations[0].Detail, `rejected as "malformed"`)
 }
+
+// TestAuditLostCommandsBehindAStuckFloor: one command the intake never
+// settles (redelivered for ever, as the intake-loops bug did) holds the
+// intake's acknowledgement floor. The two valid commands after it, which an
+// engine acknowledged without making their jobs, are lost: the intake had
+// only one delivery outstanding. Judged an hour later, all three are past
+// --stuck-after: each is reported as stuck.
+func TestAuditLostCommandsBehindAStuckFloor(t *testing.T) {
+	srv, ctx := commandsServer(t)
+	seqs := publishCommands(t, ctx, srv.JS, "2026-12-02T14:00:00Z", "2026-12-02T15:00:00Z", "2026-12-02T16:00:00Z")
+	cons, err := srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
+	require.NoError(t, err)
+	batch, err := cons.Fetch(len(seqs), jetstream.FetchMaxWait(10*time.Second)) // returns once all are delivered
+	require.NoError(t, err)
+	n := 0
+	for m := range batch.Messages() {
+		n++
+		if n == 1 {
+			continue // held: never acknowledged
+		}
+		require.NoError(t, m.DoubleAck(ctx)) // acknowledged, but no job made: lost
+	}
+	require.Equal(t, len(seqs), n)
+
+	out, err := cli(t, srv.URL, "audit", "-o", "json", "--progress=false")
+	require.Error(t, err, "two valid commands were acknowledged and made no job")
+	var rep auditCommands
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, audit.CommandSummary{Commands: 3, Pending: 1, Lost: 2}, rep.Commands)
+	require.Len(t, rep.Violations, 1, "%v", rep.Violations)
+	require.Equal(t, audit.RuleCommand, rep.Violations[0].Rule)
+	require.Contains(t, rep.Violations[0].Detail, "at least 2 were acknowledged and lost")
+
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	out, err = cli(t, srv.URL, "audit", "-o", "json", "--progress=false", "--now", later)
+	require.Error(t, err)
+	rep = auditCommands{}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, audit.CommandSummary{Commands: 3, Stuck: 3}, rep.Commands)
+	require.Len(t, rep.Violations, 3, "%v", rep.Violations)
+	for _, v := range rep.Violations {
+		require.Contains(t, v.Detail, "the intake has not settled it")
+	}
+}
