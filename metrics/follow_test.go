@@ -24,13 +24,9 @@ import (
 // bought again by an operator) it loads the job's events and counts it
 // exactly as a tally that remembers every job.
 func TestFollowForgetsFinishedJobs(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
-	require.NoError(t, err)
 
 	forgetful, full := metrics.NewTally().ForgetFinished(), metrics.NewTally()
 	var wg sync.WaitGroup
@@ -109,13 +105,10 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 // be a second purchase of the job, and would move its state through a
 // replay of its history.
 func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
-	require.NoError(t, err)
+	var err error
 	ids := projectionstest.IDsFrom(0)
 	b := projectionstest.NewJob(t, ids, "kettle", projectionstest.T0)
 	b.Send()

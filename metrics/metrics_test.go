@@ -39,13 +39,10 @@ func scrape(t *testing.T, m *metrics.Metrics) string {
 // counted by Follow, and a scrape shows it with the lag and the timings
 // the hooks were given.
 func TestFollowAndScrape(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
-	require.NoError(t, err)
+	var err error
 
 	lag := func(ctx context.Context) (projector.Lag, error) {
 		return projector.ReadLag(ctx, srv.JS, "", time.Now())
@@ -131,13 +128,9 @@ func sample(body, name string) (float64, bool) {
 // a counter reset to Prometheus, and increase() would count the whole
 // replay as new purchases.
 func TestScrapeWaitsForTheFoldToCatchUp(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
-	require.NoError(t, err)
 	ids := projectionstest.IDsFrom(0)
 	bought := func(name string) {
 		j := projectionstest.NewJob(t, ids, name, projectionstest.T0)
