@@ -169,15 +169,7 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.NoError(t, err)
 	// The server counts a consumer's pending messages as the stream
 	// signals it, a moment after the publish is acknowledged.
-	var rec *httptest.ResponseRecorder
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		rec = httptest.NewRecorder()
-		ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-		if rec.Code != http.StatusServiceUnavailable {
-			return fmt.Errorf("/readyz %d: %s", rec.Code, rec.Body)
-		}
-		return nil
-	})
+	rec := waitUnready(t, ops)
 	require.Contains(t, rec.Body.String(), "FAIL projection lag 1 events: 1 events to apply, more than --ready-max-lag 0")
 	require.Contains(t, rec.Body.String(), "ok   stream SERP_WORK")
 }
@@ -270,15 +262,7 @@ func TestReadyzFailsWhileAnEventWaitsUnapplied(t *testing.T) {
 	ops := readyzWithOneApplied(t, srv, 500*time.Millisecond)
 	_, err := srv.JS.Publish(context.Background(), readyzSubject, []byte(`{}`))
 	require.NoError(t, err)
-	var rec *httptest.ResponseRecorder
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		rec = httptest.NewRecorder()
-		ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-		if rec.Code != http.StatusServiceUnavailable {
-			return fmt.Errorf("/readyz %d: %s", rec.Code, rec.Body)
-		}
-		return nil
-	})
+	rec := waitUnready(t, ops)
 	require.Contains(t, rec.Body.String(), "FAIL projection lag 1 events: the oldest event to apply has waited")
 	require.Contains(t, rec.Body.String(), "more than --ready-max-behind 500ms")
 }
@@ -357,4 +341,20 @@ func TestAccountFiguresByTheEnginesClock(t *testing.T) {
 			require.Equal(t, int(tc.want), d.Accounts[0].InFlight)
 		})
 	}
+}
+
+// waitUnready waits until ops's /readyz answers 503, and returns that
+// answer.
+func waitUnready(t *testing.T, ops *opsServer) *httptest.ResponseRecorder {
+	t.Helper()
+	var rec *httptest.ResponseRecorder
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		rec = httptest.NewRecorder()
+		ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if rec.Code != http.StatusServiceUnavailable {
+			return fmt.Errorf("/readyz %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	})
+	return rec
 }
