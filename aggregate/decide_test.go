@@ -636,3 +636,13 @@ func TestChargesWithoutARequestIDAreDistinct(t *testing.T) {
 		require.Empty(t, aggregate.Verify(j.log))
 	})
 }
+
+// TestA429OnAResendKeepsTheKeyWhateverItsClass: a deployment's rules may
+// class a 429 as retryable; on a resend it still keeps the key, since it
+// says only that this request did not run.
+func TestA429OnAResendKeepsTheKeyWhateverItsClass(t *testing.T) {
+	table, err := aggregate.ParseRules([]byte(`[{"status":429,"class":"retryable","action":"retry_new_key"}]`))
+	require.NoError(t, err)
+	require.Equal(t, aggregate.ActionRetryNewKey, table.Decision(429, "rate_limited", 1, false).Action, "a first send's 429: a new key")
+	require.Equal(t, aggregate.ActionRetrySameKey, table.Decision(429, "rate_limited", 2, false).Action, "a resend's 429: the same key")
+}

@@ -121,7 +121,8 @@ func (t Table) Decision(status int, code string, try int, replayed bool) Rule {
 		return r
 	}
 	switch {
-	case r.Class == ClassRateLimited && r.Action == ActionRetryNewKey:
+	case (r.Class == ClassRateLimited || status == 429) && r.Action == ActionRetryNewKey:
+		// Whatever class a deployment's rules give a 429.
 		r.Action = ActionRetrySameKey
 	case r.Class == ClassFailure && r.Action == ActionFail && !replayed:
 		r.Action = ActionReconcile
