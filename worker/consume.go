@@ -51,6 +51,11 @@ func (e *Engine) Run(ctx context.Context, cons jetstream.Consumer, opts RunOptio
 // time, until ctx ends; then it waits up to grace for the handlers before
 // cancelling their context. Deliveries pulled but not started are left
 // unacknowledged and go to another worker after their ack wait.
+//
+// The handlers run on goroutines that stay for the next delivery rather
+// than one new goroutine a delivery: a step's call chain (the API request
+// through net/http, the append) grows a fresh goroutine's stack several
+// times, and copying it cost some 5 % of the CPU of the happy path.
 func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurrency int, grace time.Duration, handle func(context.Context, jetstream.Msg)) error {
 	it, err := cons.Messages(jetstream.PullMaxMessages(concurrency))
 	if err != nil {
@@ -61,6 +66,7 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	slots := make(chan struct{}, concurrency)
+	idle := make(chan jetstream.Msg) // a handler waiting for its next delivery
 	var wg sync.WaitGroup
 	var ended error
 	for {
@@ -87,13 +93,20 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 			sleep(ctx, time.Second)
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			handle(work, msg)
-		}()
+		select {
+		case idle <- msg:
+		default: // every handler is busy, and a slot is free: one more
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ok := true; ok; msg, ok = <-idle {
+					handle(work, msg)
+					<-slots
+				}
+			}()
+		}
 	}
+	close(idle) // handlers end once they are done with their delivery
 	it.Stop()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
