@@ -67,6 +67,7 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 	defer cancelWork()
 	slots := make(chan struct{}, concurrency)
 	idle := make(chan jetstream.Msg) // a handler waiting for its next delivery
+	handlers := 0                    // started, at most concurrency
 	var wg sync.WaitGroup
 	var ended error
 	for {
@@ -95,7 +96,14 @@ func (e *Engine) consume(ctx context.Context, cons jetstream.Consumer, concurren
 		}
 		select {
 		case idle <- msg:
-		default: // every handler is busy, and a slot is free: one more
+		default:
+			if handlers == concurrency {
+				// Every handler is started and none waits yet: the one
+				// that gave its slot back is on its way to idle.
+				idle <- msg
+				continue
+			}
+			handlers++
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
