@@ -137,7 +137,11 @@ production (fsync on every write, one replica), the phases given with
 
   raw       one-at-a-time durable publishes of --payload byte messages, and
             atomic batches of 100 and of 1,000 (over ten times --raw
-            messages), on the same server: the ceilings
+            messages), on the same server: the ceilings. To explain the
+            one-at-a-time rate, also the same publishes to a stream in
+            memory (the round trip without the disk) and, on the embedded
+            server, a write and an fsync of --payload bytes in its data
+            folder without the server (the disk alone)
   happy     the engine end to end (schedule commands in, observations
             stored, projections updated) against an in-process sandbox with
             no added latency, in jobs per second; with the durable writes
@@ -175,8 +179,8 @@ figure with -o json.
 With --nats-url or --nats-context (and the other --nats-* flags or
 NATS_* variables for its authentication) the engine and the phases use
 that existing server instead: the engine in this process joins it like
-"serpent run --nats-url" does, the raw phase makes and then deletes a
-stream SERPENT_BENCH on it, and the jobs the bench runs stay in its
+"serpent run --nats-url" does, the raw phase makes and then deletes the
+streams SERPENT_BENCH and SERPENT_BENCH_MEMORY on it, and the jobs the bench runs stay in its
 SERP_EVENTS. Point it at a server or account of its own, never at one
 that holds real jobs. The scale phase and --replay-events, which restart
 servers of their own, need the embedded one.
@@ -290,6 +294,13 @@ func runBench(ctx context.Context, args []string, env func(string) string, stdou
 	if phases["raw"] {
 		if rep.Raw, err = benchRawPublish(ctx, b.js, f.raw, f.payload, b.prog); err != nil {
 			return err
+		}
+		if !f.external {
+			d, err := benchDiskSyncProbe(filepath.Join(b.dir, "data"), min(f.raw, 1000), f.payload)
+			if err != nil {
+				return err
+			}
+			rep.Raw.DiskSync = &d
 		}
 	}
 	if phases["happy"] {

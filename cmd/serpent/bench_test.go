@@ -54,6 +54,13 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Equal(t, []string{"raw", "happy", "replay", "scale"}, rep.Phases)
 
 	require.Positive(t, rep.Raw.SinglePerSec)
+	require.Positive(t, rep.Raw.MemorySinglePerSec)
+	d := rep.Raw.DiskSync
+	require.NotNil(t, d, "the embedded server's disk is measured")
+	require.Equal(t, 200, d.Writes)
+	require.Equal(t, 512, d.Bytes)
+	require.Positive(t, d.MedianMicros)
+	require.GreaterOrEqual(t, d.P99Micros, d.MedianMicros)
 	require.Positive(t, rep.Raw.Batch100Sec)
 	require.Positive(t, rep.Raw.Batch1000Sec)
 
@@ -117,7 +124,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	// The table shows the same figures.
 	var table bytes.Buffer
 	require.NoError(t, printBench(&table, rep))
-	for _, want := range []string{"raw, one at a time", "end to end, happy path", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
+	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
 		"replay, projection rebuild", "scale, seeding", "scale, load one job at 3000 jobs", "scale, engine process memory",
 		"scale, bench process memory", "memory, bench process"} {
 		require.Contains(t, table.String(), want)

@@ -28,6 +28,10 @@ func printBench(w io.Writer, r benchReport) error {
 	fmt.Fprintln(tw, "phase\trate\tdetail")
 	if r.Raw.Messages > 0 {
 		fmt.Fprintf(tw, "raw, one at a time\t%.0f msg/s\t%d messages of %d bytes, each waiting for its ack\n", r.Raw.SinglePerSec, r.Raw.Messages, r.Raw.PayloadBytes)
+		fmt.Fprintf(tw, "raw, one at a time, memory\t%.0f msg/s\tthe same to a stream in memory: the round trip without the disk\n", r.Raw.MemorySinglePerSec)
+		if d := r.Raw.DiskSync; d != nil {
+			fmt.Fprintf(tw, "raw, disk write and fsync\t%.0f µs median\tp99 %.0f µs; %d writes of %d bytes in the data folder, without the server\n", d.MedianMicros, d.P99Micros, d.Writes, d.Bytes)
+		}
 		fmt.Fprintf(tw, "raw, atomic batches of 100\t%.0f msg/s\t\n", r.Raw.Batch100Sec)
 		fmt.Fprintf(tw, "raw, atomic batches of 1000\t%.0f msg/s\t%d messages\n", r.Raw.Batch1000Sec, 10*r.Raw.Messages)
 	}

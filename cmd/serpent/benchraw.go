@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -17,7 +18,15 @@ type benchRaw struct {
 	Messages     int     `json:"messages"`
 	PayloadBytes int     `json:"payload_bytes"`
 	SinglePerSec float64 `json:"single_per_sec"`
-	Batch100Sec  float64 `json:"batch100_per_sec"`
+	// MemorySinglePerSec is the same one-at-a-time publishing to a stream
+	// in memory on the same server: the round trip and the server's work
+	// without the disk.
+	MemorySinglePerSec float64 `json:"memory_single_per_sec"`
+	// DiskSync is a write and an fsync of the payload on the embedded
+	// server's disk, without the server; nil on an existing server, whose
+	// disk the bench cannot see.
+	DiskSync    *benchDiskSync `json:"disk_sync,omitempty"`
+	Batch100Sec float64        `json:"batch100_per_sec"`
 	// Batch1000Sec is measured over ten times as many messages, so that it
 	// spans more than a few batches.
 	Batch1000Sec float64 `json:"batch1000_per_sec"`
@@ -58,15 +67,13 @@ func benchRawPublish(ctx context.Context, js jetstream.JetStream, n, size int, p
 		data[i] = 'a' + byte(i%26)
 	}
 	r := benchRaw{Messages: n, PayloadBytes: size}
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		if _, err := js.Publish(ctx, fmt.Sprintf("serpent.bench.single.%d", i), data); err != nil {
-			return r, fmt.Errorf("bench: raw publish: %w", err)
-		}
-		prog("raw: one at a time", i+1, n)
-	}
-	r.SinglePerSec = perSec(n, time.Since(start))
 	var err error
+	if r.SinglePerSec, err = benchOneAtATime(ctx, js, "serpent.bench.single.", data, n, "raw: one at a time", prog); err != nil {
+		return r, err
+	}
+	if r.MemorySinglePerSec, err = benchRawMemory(ctx, js, data, n, prog); err != nil {
+		return r, err
+	}
 	if r.Batch100Sec, err = benchRawBatches(ctx, js, data, n, 100, prog); err != nil {
 		return r, err
 	}
@@ -74,6 +81,32 @@ func benchRawPublish(ctx context.Context, js jetstream.JetStream, n, size int, p
 		return r, err
 	}
 	return r, nil
+}
+
+// benchRawMemory publishes n messages one at a time, each waiting for
+// its ack, to a scratch stream held in memory, and returns the messages
+// per second.
+func benchRawMemory(ctx context.Context, js jetstream.JetStream, data []byte, n int, prog progressFunc) (float64, error) {
+	const stream = "SERPENT_BENCH_MEMORY"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"serpent.benchmemory.>"},
+		Storage: jetstream.MemoryStorage}); err != nil {
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	defer js.DeleteStream(context.WithoutCancel(ctx), stream)
+	return benchOneAtATime(ctx, js, "serpent.benchmemory.", data, n, "raw: one at a time, memory", prog)
+}
+
+// benchOneAtATime publishes n messages on subjects prefix+i, each waiting
+// for its ack, and returns the messages per second.
+func benchOneAtATime(ctx context.Context, js jetstream.JetStream, prefix string, data []byte, n int, label string, prog progressFunc) (float64, error) {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := js.Publish(ctx, prefix+strconv.Itoa(i), data); err != nil {
+			return 0, fmt.Errorf("bench: %s: %w", label, err)
+		}
+		prog(label, i+1, n)
+	}
+	return perSec(n, time.Since(start)), nil
 }
 
 // benchRawBatches publishes n messages in atomic batches of size, one batch

@@ -224,6 +224,8 @@ func TestCommandsWithNATSAuth(t *testing.T) {
 			require.Equal(t, "existing", rep.Machine.Server)
 			require.Equal(t, 20, rep.HappyPath.Finished[aggregate.StatusSucceeded])
 			require.Positive(t, rep.Raw.SinglePerSec)
+			require.Positive(t, rep.Raw.MemorySinglePerSec)
+			require.Nil(t, rep.Raw.DiskSync, "an existing server's disk is not this machine's to measure")
 
 			// Without them, a clear refusal.
 			var none strings.Builder
