@@ -180,9 +180,9 @@ With --nats-url or --nats-context (and the other --nats-* flags or
 NATS_* variables for its authentication) the engine and the phases use
 that existing server instead: the engine in this process joins it like
 "serpent run --nats-url" does, the raw phase makes and then deletes the
-streams SERPENT_BENCH and SERPENT_BENCH_MEMORY on it, and the jobs the bench runs stay in its
-SERP_EVENTS. Point it at a server or account of its own, never at one
-that holds real jobs. The scale phase and --replay-events, which restart
+streams SERPENT_BENCH and SERPENT_BENCH_MEMORY on it, and the jobs the
+bench runs stay in its SERP_EVENTS. Point it at a server or account of
+its own, never at one that holds real jobs. The scale phase and --replay-events, which restart
 servers of their own, need the embedded one.
 
 Flags:

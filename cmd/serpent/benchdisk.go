@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 )
 
@@ -22,15 +21,12 @@ type benchDiskSync struct {
 }
 
 // benchDiskSyncProbe appends size bytes and fsyncs, n times, to a scratch
-// file in dir (the embedded server's data folder, so the same disk), and
-// removes it.
+// file in dir (the embedded server's data folder, which its start made:
+// the same disk), and removes it.
 func benchDiskSyncProbe(dir string, n, size int) (benchDiskSync, error) {
-	r := benchDiskSync{Dir: dir, Writes: n, Bytes: size}
+	r := benchDiskSync{Dir: filepath.Clean(dir), Writes: n, Bytes: size}
 	if n <= 0 {
 		return r, fmt.Errorf("bench: disk probe: %d writes", n)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return r, fmt.Errorf("bench: disk probe: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "serpent-bench-fsync-*")
 	if err != nil {
@@ -50,10 +46,6 @@ func benchDiskSyncProbe(dir string, n, size int) (benchDiskSync, error) {
 		}
 		took = append(took, time.Since(t0))
 	}
-	slices.Sort(took)
-	us := func(d time.Duration) float64 { return round2(float64(d) / float64(time.Microsecond)) }
-	r.MedianMicros = us(took[len(took)/2])
-	r.P99Micros = us(took[min(len(took)-1, len(took)*99/100)])
-	r.Dir = filepath.Clean(dir)
+	r.MedianMicros, r.P99Micros, _ = quantileMicros(took)
 	return r, nil
 }

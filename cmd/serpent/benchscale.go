@@ -279,11 +279,15 @@ func measureLoads(ctx context.Context, js jetstream.JetStream, s *benchSeeder, f
 		events += len(evs)
 		prog(label, len(took), loads)
 	}
-	slices.Sort(took)
-	us := func(d time.Duration) float64 { return round2(float64(d) / float64(time.Microsecond)) }
-	r.MedianMicros = us(took[len(took)/2])
-	r.P99Micros = us(took[min(len(took)-1, len(took)*99/100)])
-	r.MaxMicros = us(took[len(took)-1])
+	r.MedianMicros, r.P99Micros, r.MaxMicros = quantileMicros(took)
 	r.EventsPerLoad = round2(float64(events) / float64(len(took)))
 	return r, nil
+}
+
+// quantileMicros sorts took and returns its median, 99th percentile and
+// maximum in microseconds.
+func quantileMicros(took []time.Duration) (median, p99, maxi float64) {
+	slices.Sort(took)
+	us := func(d time.Duration) float64 { return round2(float64(d) / float64(time.Microsecond)) }
+	return us(took[len(took)/2]), us(took[min(len(took)-1, len(took)*99/100)]), us(took[len(took)-1])
 }
