@@ -71,7 +71,7 @@ func benchRawPublish(ctx context.Context, js jetstream.JetStream, n, size int, p
 	if r.SinglePerSec, err = benchOneAtATime(ctx, js, "serpent.bench.single.", data, n, "raw: one at a time", prog); err != nil {
 		return r, err
 	}
-	if r.MemorySinglePerSec, err = benchRawMemory(ctx, js, data, n, prog); err != nil {
+	if r.MemorySinglePerSec, err = benchRawMemory(ctx, js, replicas, data, n, prog); err != nil {
 		return r, err
 	}
 	if r.Batch100Sec, err = benchRawBatches(ctx, js, data, n, 100, prog); err != nil {
@@ -84,12 +84,13 @@ func benchRawPublish(ctx context.Context, js jetstream.JetStream, n, size int, p
 }
 
 // benchRawMemory publishes n messages one at a time, each waiting for
-// its ack, to a scratch stream held in memory, and returns the messages
+// its ack, to a scratch stream held in memory with as many replicas as the
+// disk one (so the two differ by the disk alone), and returns the messages
 // per second.
-func benchRawMemory(ctx context.Context, js jetstream.JetStream, data []byte, n int, prog progressFunc) (float64, error) {
+func benchRawMemory(ctx context.Context, js jetstream.JetStream, replicas int, data []byte, n int, prog progressFunc) (float64, error) {
 	const stream = "SERPENT_BENCH_MEMORY"
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"serpent.benchmemory.>"},
-		Storage: jetstream.MemoryStorage}); err != nil {
+		Storage: jetstream.MemoryStorage, Replicas: replicas}); err != nil {
 		return 0, fmt.Errorf("bench: %w", err)
 	}
 	defer js.DeleteStream(context.WithoutCancel(ctx), stream)
