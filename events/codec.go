@@ -34,7 +34,7 @@ func Encode(e Event) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s of job %s: %w", e.Type(), e.JobID, err)
 	}
-	data, err := json.Marshal(e.Data)
+	data, err := marshalData(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("events: cannot encode %s of job %s: %w", e.Type(), e.JobID, err)
 	}

@@ -98,7 +98,7 @@ func (p Projection) Fold(t Target, current []byte, recs []Record) (next []byte, 
 	if d, ok := v.(*DayLedger); ok {
 		d.estimate(p.price)
 	}
-	next, err = json.Marshal(v)
+	next, err = encodeValue(v)
 	if err != nil {
 		return nil, false, fmt.Errorf("projections: encode %s: %w", t, err)
 	}
