@@ -2,6 +2,7 @@ package projections
 
 import (
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/internal/jsonraw"
 )
 
 // Decode reads one encoded event exactly as events.Decode does, several
@@ -34,7 +35,7 @@ func DecodeLight(b []byte) (events.Event, error) {
 }
 
 func fastDecode(b []byte, light bool) (events.Event, bool) {
-	s := &scan{b: b, light: light}
+	s := &scan{Cursor: jsonraw.Cursor{B: b}, light: light}
 	var (
 		e      events.Event
 		typ    string
@@ -60,23 +61,23 @@ func fastDecode(b []byte, light bool) (events.Event, bool) {
 			if !seen.first(6) {
 				return false
 			}
-			s.ws()
+			s.Space()
 			if decode, known := payloads[typ]; known && seen&1 != 0 {
 				// The codec writes the type first: read the data in place.
 				p, ok := decode(s)
 				e.Data = p
 				return ok
 			}
-			start := s.i
+			start := s.I
 			if !s.skip() {
 				return false
 			}
-			data = b[start:s.i]
+			data = b[start:s.I]
 			return true
 		}
 		return false
 	})
-	if !ok || seen != 1<<7-1 || !s.end() || schema != events.CurrentSchema(typ) {
+	if !ok || seen != 1<<7-1 || !s.Done() || schema != events.CurrentSchema(typ) {
 		return events.Event{}, false
 	}
 	if e.Data == nil {
@@ -84,9 +85,9 @@ func fastDecode(b []byte, light bool) (events.Event, bool) {
 		if !known {
 			return events.Event{}, false
 		}
-		ps := &scan{b: data, light: light}
+		ps := &scan{Cursor: jsonraw.Cursor{B: data}, light: light}
 		p, ok := decode(ps)
-		if !ok || !ps.end() {
+		if !ok || !ps.Done() {
 			return events.Event{}, false
 		}
 		e.Data = p

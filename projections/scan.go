@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/internal/jsonraw"
 )
 
 // scan is a single-pass reader for the JSON subset the log is written in.
@@ -16,77 +17,49 @@ import (
 // unknown members, numbers that are not plain integers); the caller then
 // hands the whole event to events.Decode.
 type scan struct {
-	b []byte
-	i int
+	jsonraw.Cursor
 	// light drops results after checking them (DecodeLight).
 	light bool
-}
-
-func (s *scan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// lit consumes c after optional white space.
-func (s *scan) lit(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only white space is left.
-func (s *scan) end() bool {
-	s.ws()
-	return s.i == len(s.b)
 }
 
 // object reads an object, calling member for each key with the scanner at
 // the member's value.
 func (s *scan) object(member func(key []byte) bool) bool {
-	if !s.lit('{') {
+	if !s.Lit('{') {
 		return false
 	}
-	if s.lit('}') {
+	if s.Lit('}') {
 		return true
 	}
 	for {
 		k, ok := s.plainString()
-		if !ok || !s.lit(':') || !member(k) {
+		if !ok || !s.Lit(':') || !member(k) {
 			return false
 		}
-		if s.lit(',') {
+		if s.Lit(',') {
 			continue
 		}
-		return s.lit('}')
+		return s.Lit('}')
 	}
 }
 
 // array reads an array, calling elem with the scanner at each element.
 // An empty array is reported by empty.
 func (s *scan) array(elem func() bool) (empty, ok bool) {
-	if !s.lit('[') {
+	if !s.Lit('[') {
 		return false, false
 	}
-	if s.lit(']') {
+	if s.Lit(']') {
 		return true, true
 	}
 	for {
 		if !elem() {
 			return false, false
 		}
-		if s.lit(',') {
+		if s.Lit(',') {
 			continue
 		}
-		return false, s.lit(']')
+		return false, s.Lit(']')
 	}
 }
 
@@ -113,27 +86,27 @@ const (
 // plainString reads a string without escapes, in valid UTF-8, as bytes of
 // the input (object keys, which must match exactly anyway).
 func (s *scan) plainString() ([]byte, bool) {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	s.Space()
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
 		return nil, false
 	}
-	start, ascii := s.i+1, true
-	for j := start; j < len(s.b); j++ {
-		switch inString[s.b[j]] {
+	start, ascii := s.I+1, true
+	for j := start; j < len(s.B); j++ {
+		switch inString[s.B[j]] {
 		case 0:
 			continue
 		case high:
 			ascii = false
 			continue
 		}
-		if s.b[j] != '"' {
+		if s.B[j] != '"' {
 			return nil, false
 		}
-		v := s.b[start:j]
+		v := s.B[start:j]
 		if !ascii && !utf8.Valid(v) {
 			return nil, false
 		}
-		s.i = j + 1
+		s.I = j + 1
 		return v, true
 	}
 	return nil, false
@@ -146,18 +119,18 @@ func (s *scan) str(v *string) bool {
 		*v = string(b)
 		return true
 	}
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
 		return false
 	}
 	out := make([]byte, 0, 64)
-	for j := s.i + 1; j < len(s.b); j++ {
-		c := s.b[j]
+	for j := s.I + 1; j < len(s.B); j++ {
+		c := s.B[j]
 		switch {
 		case c == '"':
 			if !utf8.Valid(out) {
 				return false
 			}
-			*v, s.i = string(out), j+1
+			*v, s.I = string(out), j+1
 			return true
 		case c < 0x20:
 			return false
@@ -165,13 +138,13 @@ func (s *scan) str(v *string) bool {
 			out = append(out, c)
 			continue
 		}
-		if j+1 >= len(s.b) {
+		if j+1 >= len(s.B) {
 			return false
 		}
 		j++
-		switch s.b[j] {
+		switch s.B[j] {
 		case '"', '\\', '/':
-			out = append(out, s.b[j])
+			out = append(out, s.B[j])
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
@@ -183,10 +156,10 @@ func (s *scan) str(v *string) bool {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			if j+4 >= len(s.b) {
+			if j+4 >= len(s.B) {
 				return false
 			}
-			r, err := strconv.ParseUint(string(s.b[j+1:j+5]), 16, 32)
+			r, err := strconv.ParseUint(string(s.B[j+1:j+5]), 16, 32)
 			if err != nil || utf16.IsSurrogate(rune(r)) {
 				return false
 			}
@@ -201,22 +174,22 @@ func (s *scan) str(v *string) bool {
 
 // integer reads a plain JSON integer literal of at most bits bits.
 func (s *scan) integer(signed bool, bits int) (int64, uint64, bool) {
-	s.ws()
-	start := s.i
-	if signed && s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
+	s.Space()
+	start := s.I
+	if signed && s.I < len(s.B) && s.B[s.I] == '-' {
+		s.I++
 	}
-	digits := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
+	digits := s.I
+	for s.I < len(s.B) && s.B[s.I] >= '0' && s.B[s.I] <= '9' {
+		s.I++
 	}
 	switch {
-	case s.i == digits, s.b[digits] == '0' && s.i-digits > 1:
+	case s.I == digits, s.B[digits] == '0' && s.I-digits > 1:
 		return 0, 0, false
-	case s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E'):
+	case s.I < len(s.B) && (s.B[s.I] == '.' || s.B[s.I] == 'e' || s.B[s.I] == 'E'):
 		return 0, 0, false
 	}
-	lit := string(s.b[start:s.i])
+	lit := string(s.B[start:s.I])
 	if signed {
 		n, err := strconv.ParseInt(lit, 10, bits)
 		return n, 0, err == nil
@@ -244,12 +217,12 @@ func (s *scan) uint64(v *uint64) bool {
 }
 
 func (s *scan) bool(v *bool) bool {
-	s.ws()
+	s.Space()
 	switch {
-	case hasPrefix(s.b[s.i:], "true"):
-		*v, s.i = true, s.i+4
-	case hasPrefix(s.b[s.i:], "false"):
-		*v, s.i = false, s.i+5
+	case hasPrefix(s.B[s.I:], "true"):
+		*v, s.I = true, s.I+4
+	case hasPrefix(s.B[s.I:], "false"):
+		*v, s.I = false, s.I+5
 	default:
 		return false
 	}
@@ -258,12 +231,12 @@ func (s *scan) bool(v *bool) bool {
 
 // time reads a time as time.Time.UnmarshalJSON does, from the literal.
 func (s *scan) time(v *time.Time) bool {
-	s.ws()
-	start := s.i
+	s.Space()
+	start := s.I
 	if _, ok := s.plainString(); !ok {
 		return false
 	}
-	return v.UnmarshalJSON(s.b[start:s.i]) == nil
+	return v.UnmarshalJSON(s.B[start:s.I]) == nil
 }
 
 // duration reads an events.Duration as its UnmarshalText does.
@@ -292,13 +265,13 @@ func (s *scan) strings(v *[]string) bool {
 // json.RawMessage does; with s.light it checks the value and keeps
 // nothing.
 func (s *scan) raw(v *json.RawMessage) bool {
-	s.ws()
-	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == 'n' || !s.value() {
+	s.Space()
+	start := s.I
+	if s.I < len(s.B) && s.B[s.I] == 'n' || !s.Value() {
 		return false
 	}
 	if !s.light {
-		*v = append(json.RawMessage(nil), s.b[start:s.i]...)
+		*v = append(json.RawMessage(nil), s.B[start:s.I]...)
 	}
 	return true
 }

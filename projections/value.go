@@ -1,56 +1,44 @@
 package projections
 
-import "github.com/serpent-engine/serpent/internal/jsonraw"
-
-// One-pass reading of whole JSON values, checked as json.Valid checks
-// them: the raw results of ObservationStored, and the data of an event
-// whose type comes after it.
-
-// value moves past one JSON value, checking it as json.Valid does, in one
-// pass (jsonraw.Skip; values nested deeper than jsonraw.MaxDepth are
-// refused, and go to events.Decode).
-func (s *scan) value() bool {
-	end, ok := jsonraw.Skip(s.b, s.i)
-	if ok {
-		s.i = end
-	}
-	return ok
-}
+// Whole JSON values are checked as json.Valid checks them by the embedded
+// jsonraw.Cursor's Value (the raw results of ObservationStored, and the
+// data of an event whose type comes after it); skip only finds where a
+// value ends.
 
 // skip moves past one value; json.Valid checks it afterwards.
 func (s *scan) skip() bool {
 	depth := 0
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	for s.I < len(s.B) {
+		c := s.B[s.I]
 		switch c {
 		case '"':
-			s.i++
-			for s.i < len(s.b) && s.b[s.i] != '"' {
-				if s.b[s.i] == '\\' {
-					s.i++
+			s.I++
+			for s.I < len(s.B) && s.B[s.I] != '"' {
+				if s.B[s.I] == '\\' {
+					s.I++
 				}
-				s.i++
+				s.I++
 			}
-			if s.i >= len(s.b) {
+			if s.I >= len(s.B) {
 				return false
 			}
-			s.i++
+			s.I++
 		case '{', '[':
 			depth++
-			s.i++
+			s.I++
 		case '}', ']':
 			if depth == 0 {
 				return true
 			}
 			depth--
-			s.i++
+			s.I++
 		case ',', ' ', '\t', '\n', '\r':
 			if depth == 0 {
 				return true
 			}
-			s.i++
+			s.I++
 		default:
-			s.i++
+			s.I++
 		}
 		if depth == 0 && (c == '"' || c == '}' || c == ']') {
 			return true

@@ -79,12 +79,15 @@ func (*organicObject) UnmarshalJSON(b []byte) error {
 }
 
 func decodeSuccess(body []byte) Result {
-	var w successWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		if errors.Is(err, errNotObject) {
-			return unknown(UnknownUnexpectedReply, "200 whose organic["+strconv.Itoa(notObjectAt(body))+"] is not an object")
+	w, ok := scanSuccess(body)
+	if !ok {
+		w = successWire{}
+		if err := json.Unmarshal(body, &w); err != nil {
+			if errors.Is(err, errNotObject) {
+				return unknown(UnknownUnexpectedReply, "200 whose organic["+strconv.Itoa(notObjectAt(body))+"] is not an object")
+			}
+			return unknown(jsonFailure(body, err), "200 whose body is not a success body: "+jsonProblem(err))
 		}
-		return unknown(jsonFailure(body, err), "200 whose body is not a success body: "+jsonProblem(err))
 	}
 	switch {
 	case w.RequestID == nil || !validRequestID(*w.RequestID):

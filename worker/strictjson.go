@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/serpent-engine/serpent/internal/jsonraw"
 )
 
 // decodeStrict reads one JSON object of the given shape into v, as
@@ -64,7 +66,63 @@ func shapeOf(t reflect.Type) *jsonShape {
 // that is not an object is left to the decoder, which has said what is
 // wrong with it.
 func (s *jsonShape) check(data []byte) error {
+	if s.plain(data) {
+		return nil
+	}
 	return s.checkAt(data, "")
+}
+
+// plain reports, in one pass, that data begins with an object checkAt
+// has nothing to say about: every key once, written without escapes, one
+// of the shape's, and nested objects alike. false means only that checkAt
+// must look (and say what is wrong, if anything is).
+func (s *jsonShape) plain(data []byte) bool {
+	return s.plainAt(&jsonraw.Cursor{B: data})
+}
+
+func (s *jsonShape) plainAt(c *jsonraw.Cursor) bool {
+	if len(s.keys) > 64 || !c.Lit('{') {
+		return false
+	}
+	if c.Lit('}') {
+		return true
+	}
+	var seen uint64
+	for {
+		if !c.Lit('"') {
+			return false
+		}
+		end := c.I
+		for end < len(c.B) && c.B[end] != '"' && c.B[end] != '\\' && c.B[end] >= 0x20 {
+			end++
+		}
+		if end >= len(c.B) || c.B[end] != '"' {
+			return false
+		}
+		key := c.B[c.I:end]
+		k := slices.IndexFunc(s.keys, func(name string) bool { return name == string(key) })
+		if k < 0 || seen&(1<<k) != 0 {
+			return false
+		}
+		seen |= 1 << k
+		if c.I = end + 1; !c.Lit(':') {
+			return false
+		}
+		ok := false
+		if n := s.nested[s.keys[k]]; n != nil && c.Peek() == '{' {
+			ok = n.plainAt(c)
+		} else {
+			ok = c.Value()
+		}
+		switch {
+		case !ok:
+			return false
+		case c.Lit('}'):
+			return true
+		case !c.Lit(','):
+			return false
+		}
+	}
 }
 
 func (s *jsonShape) checkAt(data []byte, path string) error {
