@@ -1,18 +1,20 @@
 // Package jsonraw reads and writes raw JSON values in one tight pass each,
 // with the results encoding/json would give: Skip checks a value as
-// json.Valid does, and AppendMarshalled writes the bytes json.Marshal
-// writes for a json.RawMessage (compacted, with <, >, &, U+2028 and U+2029
-// escaped). encoding/json runs its byte-at-a-time scanner over every raw
-// message it marshals, which for a search result of a few kilobytes,
+// json.Valid does, AppendMarshalled and AppendMember write the bytes
+// json.Marshal writes for a json.RawMessage (compacted, with <, >, &,
+// U+2028 and U+2029 escaped), and Cursor carries readers of a known shape
+// through white space, literals and whole values. encoding/json runs its
+// byte-at-a-time scanner over every raw message it marshals or decodes,
+// which for a search result of a few kilobytes, read from the API,
 // stored in an event and again in a projection value, is a measurable
 // share of a job's CPU.
 //
-// Both functions say no rather than guess: on input they do not accept
+// Everything here says no rather than guess: on input it does not accept
 // (invalid, or nested deeper than MaxDepth) the caller hands the value to
 // encoding/json, which gives the same answer it always did. Like
-// encoding/json, neither checks the UTF-8 of a raw value's strings: their
-// bytes are copied as they are. The package is pure; events and
-// projections use it.
+// encoding/json, nothing here checks the UTF-8 of a raw value's strings:
+// their bytes are copied as they are. The package is pure; events,
+// projections, serper and worker use it.
 package jsonraw
 
 // MaxDepth bounds the nesting Skip and AppendMarshalled accept; deeper
