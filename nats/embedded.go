@@ -1,12 +1,14 @@
 package nats
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -73,6 +75,18 @@ type Embedded struct {
 	once sync.Once
 }
 
+// ProfileLabel is the pprof label whose value names the part of a process
+// a goroutine works for; the embedded server's goroutines carry
+// ProfilePartServer, except those the server labels itself (with
+// ProfileLabelServerOwn among others).
+const (
+	ProfileLabel      = "serpent.part"
+	ProfilePartServer = "nats-server"
+	// ProfileLabelServerOwn is a label nats-server gives the goroutines
+	// of its streams and consumers, in place of any label they had.
+	ProfileLabelServerOwn = "account"
+)
+
 // StartEmbedded starts a server and waits until it accepts connections.
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	opts, err := cfg.serverOptions()
@@ -87,7 +101,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		l := slogLogger{cfg.Logger}
 		srv.SetLoggerV2(l, l.enabled(slog.LevelDebug), l.enabled(levelTrace), false)
 	}
-	go srv.Start()
+	go func() {
+		// The server's goroutines carry a profiler label, so a CPU profile
+		// of a process that embeds it tells its share from the rest. (Its
+		// streams' and consumers' own goroutines replace it with labels
+		// of theirs, "account" among them.)
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, ProfilePartServer)))
+		srv.Start()
+	}()
 	timeout := cfg.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout

@@ -49,6 +49,7 @@ type benchFlags struct {
 	scaleEngine  bool
 	cpuProfile   string
 	memProfile   string
+	cpuParts     bool
 	// nats, when it says where (a URL or a nats CLI context), is an
 	// existing NATS the engine and the phases use instead of an embedded
 	// server.
@@ -98,11 +99,13 @@ type benchRun struct {
 	dir    string
 	prog   progressFunc
 	stderr io.Writer
-	sb     *sandbox.Server
-	sbURL  string
-	eng    *benchEngine
-	nc     *natsgo.Conn
-	js     jetstream.JetStream
+	// cpuParts: the end-to-end phases split their CPU time by part.
+	cpuParts bool
+	sb       *sandbox.Server
+	sbURL    string
+	eng      *benchEngine
+	nc       *natsgo.Conn
+	js       jetstream.JetStream
 }
 
 // parseBenchFlags parses and checks the arguments of "serpent bench" and
@@ -126,6 +129,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
 	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 15,000 events/s here)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
+	fs.BoolVar(&f.cpuParts, "cpu-parts", true, "end-to-end phases: split their CPU time into the engine's, the embedded server's, the sandbox's, the bench's and the rest (the garbage collector's workers, timers), from a CPU profile of each phase; not with --cpuprofile, which takes the profile")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
 	f.nats.registerOrEmbed(fs)
 	fs.Usage = func() {
@@ -148,7 +152,12 @@ production (fsync on every write, one replica), the phases given with
             per job: events, appends (the writes the engine waited for, one
             per job each) and timer/work messages; and the CPU time this
             process used per job, with how many cores it kept busy (with
-            the embedded server, the server's share included)
+            the embedded server, the server's share included), and that
+            time split by part as a CPU profile of the phase samples it:
+            the engine (with its NATS and HTTP clients), the embedded
+            server, the sandbox, the bench, and other (the garbage
+            collector's workers, timers); --cpu-parts=false leaves the
+            split out, and --cpuprofile, which takes the profile, does too
   faults    the same under a fault mix
   replay    the whole event log as the earlier phases left it (first seeded
             with finished jobs until it holds --replay-events events; an
@@ -229,7 +238,14 @@ Flags:
 	return f, phases, nil
 }
 
-func runBench(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+func runBench(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) (err error) {
+	// The bench's goroutines, and those it starts, work for the bench
+	// unless started under another part (the sandbox, the engine).
+	withPart(ctx, partBench, func(ctx context.Context) { err = runBenchParts(ctx, args, env, stdout, stderr) })
+	return err
+}
+
+func runBenchParts(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	f, phases, err := parseBenchFlags(args, env, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -263,13 +279,15 @@ func runBench(ctx context.Context, args []string, env func(string) string, stdou
 		}
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
-	b := &benchRun{f: f, env: env, dir: dir, prog: benchProgress(stderr, f.progress), stderr: stderr}
+	b := &benchRun{f: f, env: env, dir: dir, prog: benchProgress(stderr, f.progress), stderr: stderr,
+		cpuParts: f.cpuParts && cpuProfile == ""}
 	mem := startMemorySampler(f.memProfile != "")
 	defer mem.stop()
 
 	// The sandbox the engines buy from, with no added latency.
 	b.sb = sandbox.New(sandbox.Config{Seed: 1})
-	if b.sbURL, err = b.sb.Start("127.0.0.1:0"); err != nil {
+	withPart(ctx, partSandbox, func(context.Context) { b.sbURL, err = b.sb.Start("127.0.0.1:0") })
+	if err != nil {
 		return err
 	}
 	defer b.sb.Close()
@@ -305,7 +323,7 @@ func runBench(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	if phases["happy"] {
 		b.sb.SetFaults(sandbox.Faults{})
-		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, b.cpuParts, b.prog)
 		if err != nil {
 			return err
 		}
@@ -313,7 +331,7 @@ func runBench(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	if phases["faults"] {
 		b.sb.SetFaults(faults)
-		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, b.cpuParts, b.prog)
 		if err != nil {
 			return err
 		}
@@ -483,7 +501,9 @@ func startBenchEngine(ctx context.Context, serverArgs []string, env map[string]s
 	args := append(append([]string{"run"}, serverArgs...), "--http", "", "--sandbox-url", sandboxURL,
 		"--workers", strconv.Itoa(workers), "--intake-concurrency", strconv.Itoa(workers), "--log-level", "error",
 		"--sweep-every", "0", "--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s")
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, out, io.Discard) }()
+	go withPart(ctx, partEngine, func(ctx context.Context) {
+		done <- run(ctx, args, func(k string) string { return env[k] }, out, io.Discard)
+	})
 	stopped := false
 	err := pollUntil(ctx, 30*time.Second, 20*time.Millisecond, func() (bool, string, error) {
 		if strings.Contains(out.String(), "ready with") {

@@ -75,6 +75,10 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Positive(t, h.CPUSeconds)
 	require.Positive(t, h.CPUMicrosPerJob)
 	require.Positive(t, h.CoresBusy)
+	require.NotEmpty(t, h.CPUByPart, "the phase's CPU split by part")
+	for part := range h.CPUByPart {
+		require.Contains(t, cpuParts, part)
+	}
 	require.Positive(t, rep.Ratios.HappyPathToRawSingle)
 
 	p := rep.Replay
@@ -181,7 +185,7 @@ func TestBenchHelpListsPhases(t *testing.T) {
 	for _, p := range benchPhases {
 		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
 	}
-	for _, f := range []string{"-replay-events", "-scale-jobs", "-cpuprofile", "-memprofile"} {
+	for _, f := range []string{"-replay-events", "-scale-jobs", "-cpuprofile", "-memprofile", "-cpu-parts"} {
 		require.Contains(t, stderr, f)
 	}
 }

@@ -48,12 +48,17 @@ type benchE2E struct {
 	CPUSeconds      float64 `json:"cpu_seconds,omitempty"`
 	CoresBusy       float64 `json:"cores_busy,omitempty"`
 	CPUMicrosPerJob float64 `json:"cpu_micros_per_job,omitempty"`
+	// CPUByPart splits the CPU time a job took by the part of the
+	// process that spent it (engine, nats-server, sandbox, bench, other),
+	// in microseconds, as a CPU profile of the phase sampled it (at 100
+	// a second, so its sum is near CPUMicrosPerJob, not equal to it).
+	CPUByPart map[string]float64 `json:"cpu_micros_per_job_by_part,omitempty"`
 }
 
 // benchEndToEnd publishes jobs schedule commands the way a busy upstream
 // system would (atomic batches of 100) and waits until every job is
 // finished, counting terminal events as they are stored.
-func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jobs int, prog progressFunc) (benchE2E, error) {
+func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jobs int, cpuParts bool, prog progressFunc) (benchE2E, error) {
 	r := benchE2E{Jobs: jobs, Finished: map[aggregate.Status]int{}}
 	evBefore, err := lastSeq(ctx, js, snats.EventStream)
 	if err != nil {
@@ -80,6 +85,14 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	}
 	defer it.Stop()
 
+	var split *cpuSplit
+	if cpuParts {
+		if split, err = startCPUSplit(); err != nil {
+			return r, fmt.Errorf("bench %s: the CPU split: %w", label, err)
+		}
+		defer split.abort() // when the phase fails part way
+
+	}
 	stamp := time.Now().UnixNano()
 	start, cpuStart := time.Now(), processCPU()
 	pubErr := make(chan error, 1)
@@ -137,6 +150,13 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 		return r, fmt.Errorf("bench %s: %w", label, err)
 	}
 	took, cpu := time.Since(start), processCPU()-cpuStart
+	if split != nil {
+		parts, err := split.stop()
+		if err != nil {
+			return r, err
+		}
+		r.CPUByPart = perJob(parts, jobs)
+	}
 	r.ProjectionSeconds = round2(time.Since(finished).Seconds())
 	evAfter, err := lastSeq(ctx, js, snats.EventStream)
 	if err != nil {

@@ -45,6 +45,9 @@ func printBench(w io.Writer, r benchReport) error {
 			e.EventsPerJob, e.AppendsPerJob, e.WorkPerJob, e.ProjectionPerJob)
 		fmt.Fprintf(tw, "\t\tCPU: %.0f µs a job, %.2f of %d cores busy (this process: %s)\n",
 			e.CPUMicrosPerJob, e.CoresBusy, r.Machine.CPUs, cpuWhose(r.Machine.Server))
+		if e.CPUByPart != nil {
+			fmt.Fprintf(tw, "\t\tCPU a job by part, as a profile sampled it: %s\n", cpuPartsText(e.CPUByPart))
+		}
 	}
 	e2e("end to end, happy path", r.HappyPath, r.Ratios.HappyPathToRawSingle)
 	e2e("end to end, fault mix", r.Faults, r.Ratios.FaultsToRawSingle)
