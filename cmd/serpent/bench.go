@@ -129,7 +129,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
 	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 15,000 events/s here)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
-	fs.BoolVar(&f.cpuParts, "cpu-parts", true, "end-to-end phases: split their CPU time into the engine's, the embedded server's, the sandbox's, the bench's and the rest (the garbage collector's workers, timers), from a CPU profile of each phase; not with --cpuprofile, which takes the profile")
+	fs.BoolVar(&f.cpuParts, "cpu-parts", true, "end-to-end phases: split their CPU time into the engine's, the embedded server's, the sandbox's, the bench's and the rest (the Go scheduler and garbage collector, timers' callbacks), from a CPU profile of each phase; not with --cpuprofile, which takes the profile")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
 	f.nats.registerOrEmbed(fs)
 	fs.Usage = func() {
@@ -155,8 +155,9 @@ production (fsync on every write, one replica), the phases given with
             the embedded server, the server's share included), and that
             time split by part as a CPU profile of the phase samples it:
             the engine (with its NATS and HTTP clients), the embedded
-            server, the sandbox, the bench, and other (the garbage
-            collector's workers, timers); --cpu-parts=false leaves the
+            server, the sandbox, the bench, and other (the Go scheduler
+            and garbage collector, timers' callbacks such as the server
+            firing message schedules); --cpu-parts=false leaves the
             split out, and --cpuprofile, which takes the profile, does too
   faults    the same under a fault mix
   replay    the whole event log as the earlier phases left it (first seeded

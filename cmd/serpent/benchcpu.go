@@ -19,9 +19,10 @@ import (
 // embedded server labels its own (snats.ProfilePartServer; its streams'
 // and consumers' goroutines carry the server's labels instead, which count
 // as the server's too), the bench labels the engine, the sandbox and
-// itself. Goroutines nobody started
-// under a label (the garbage collector's workers, timers' callbacks, the
-// runtime's own) are "other".
+// itself. The rest is "other": the runtime's own work (the scheduler, the
+// garbage collector's workers) and goroutines nobody started under a
+// label, such as timers' callbacks (among them the server firing message
+// schedules).
 const (
 	partEngine  = "engine"
 	partSandbox = "sandbox"
