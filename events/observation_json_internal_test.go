@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,19 +27,5 @@ func TestObservationDataIsWhatMarshalWrites(t *testing.T) {
 		}
 		require.NoError(t, err, "%q", r)
 		require.Equal(t, string(want), string(got), "%q", r)
-	}
-}
-
-// TestObservationHeadFollowsTheType: observationHead is ObservationStored
-// without its last field, the result, so a field added to the event is
-// added to the head too.
-func TestObservationHeadFollowsTheType(t *testing.T) {
-	full, head := reflect.TypeFor[ObservationStored](), reflect.TypeFor[observationHead]()
-	require.Equal(t, "Result", full.Field(full.NumField()-1).Name)
-	require.Equal(t, full.NumField()-1, head.NumField())
-	for i := range head.NumField() {
-		require.Equal(t, full.Field(i).Name, head.Field(i).Name)
-		require.Equal(t, full.Field(i).Type, head.Field(i).Type)
-		require.Equal(t, full.Field(i).Tag, head.Field(i).Tag)
 	}
 }

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
 
@@ -29,20 +28,4 @@ func TestObservationValueIsWhatMarshalWrites(t *testing.T) {
 	}
 	_, err := encodeValue(&Observation{StoredAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Result: json.RawMessage(`{}`)})
 	require.Error(t, err, "a time json.Marshal refuses is refused")
-}
-
-// TestObservationHeadFollowsTheType: observationHead is Observation up to
-// its result, and seq is the one field after it, so a field added to the
-// value is added to the encoder too.
-func TestObservationHeadFollowsTheType(t *testing.T) {
-	full, head := reflect.TypeFor[Observation](), reflect.TypeFor[observationHead]()
-	require.Equal(t, head.NumField()+2, full.NumField())
-	require.Equal(t, "Result", full.Field(head.NumField()).Name)
-	require.Equal(t, "Seq", full.Field(head.NumField()+1).Name)
-	require.Equal(t, `json:"seq"`, string(full.Field(head.NumField()+1).Tag))
-	for i := range head.NumField() {
-		require.Equal(t, full.Field(i).Name, head.Field(i).Name)
-		require.Equal(t, full.Field(i).Type, head.Field(i).Type)
-		require.Equal(t, full.Field(i).Tag, head.Field(i).Tag)
-	}
 }

@@ -1,6 +1,6 @@
 // Package jsonraw reads and writes raw JSON values in one tight pass each,
 // with the results encoding/json would give: Skip checks a value as
-// json.Valid does, AppendMarshalled and AppendMember write the bytes
+// json.Valid does, AppendMarshalled and MarshalWith write the bytes
 // json.Marshal writes for a json.RawMessage (compacted, with <, >, &,
 // U+2028 and U+2029 escaped), and Cursor carries readers of a known shape
 // through white space, literals and whole values. encoding/json runs its

@@ -108,38 +108,37 @@ func FuzzAppendMarshalled(f *testing.F) {
 	})
 }
 
-func TestAppendMemberIsTheObjectWithOneMoreField(t *testing.T) {
-	type head struct {
-		A string `json:"a,omitempty"`
-	}
-	type full struct {
+func TestMarshalWithIsWhatMarshalWrites(t *testing.T) {
+	type last struct {
 		A string          `json:"a,omitempty"`
 		R json.RawMessage `json:"r"`
 	}
-	for _, a := range []string{"", "x&y"} {
+	type middle struct {
+		A string          `json:"a"`
+		R json.RawMessage `json:"r"`
+		N uint64          `json:"n"`
+	}
+	for _, a := range []string{"", "x&y", `say "r":null`} {
 		for _, r := range seeds {
-			obj, err := json.Marshal(head{a})
-			require.NoError(t, err)
-			want, wantErr := json.Marshal(full{a, json.RawMessage(r)})
-			got, ok := jsonraw.AppendMember(obj, "r", []byte(r))
-			if wantErr != nil {
-				require.False(t, ok, "%q", r)
-				require.Equal(t, string(must(json.Marshal(head{a}))), string(got), "%q: the object is given back", r)
-				continue
+			for _, v := range []struct{ full, head any }{
+				{last{a, json.RawMessage(r)}, last{a, nil}},
+				{middle{a, json.RawMessage(r), 7}, middle{a, nil, 7}},
+			} {
+				want, wantErr := json.Marshal(v.full)
+				got, ok := jsonraw.MarshalWith(v.head, "r", []byte(r))
+				if wantErr != nil || r == "" {
+					require.False(t, ok, "%q", r)
+					continue
+				}
+				require.True(t, ok, "%q", r)
+				require.Equal(t, string(want), string(got), "%q", r)
 			}
-			require.True(t, ok, "%q", r)
-			require.Equal(t, string(want), string(got), "%q", r)
 		}
 	}
-	for _, notObject := range []string{``, `}`, `[]`, `"x"`} {
-		_, ok := jsonraw.AppendMember([]byte(notObject), "r", []byte(`1`))
-		require.False(t, ok, "%q", notObject)
-	}
-}
-
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
+	_, ok := jsonraw.MarshalWith(struct{ X int }{1}, "r", []byte(`1`))
+	require.False(t, ok, "no such member")
+	_, ok = jsonraw.MarshalWith(struct {
+		R json.RawMessage `json:"r"`
+	}{}, "r", nil)
+	require.False(t, ok, "a nil result is json.Marshal's to write")
 }

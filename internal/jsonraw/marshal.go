@@ -1,5 +1,10 @@
 package jsonraw
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // AppendMarshalled appends to dst the bytes json.Marshal writes for
 // json.RawMessage(raw) inside a value: raw compacted, with <, >, &, U+2028
 // and U+2029 in its strings escaped as \u003c, \u003e, \u0026, \u2028 and
@@ -64,25 +69,36 @@ func appendRewritten(dst, raw []byte) []byte {
 	return dst
 }
 
-// AppendMember adds the member "name": raw at the end of obj, a JSON object
-// as json.Marshal writes it, with raw written as json.Marshal writes a
-// json.RawMessage: the object json.Marshal would write had it one more
-// field. name is written as it is, so it must need no escaping. It
-// reports false, with obj unchanged, when obj does not end an object or
-// AppendMarshalled refuses raw. obj's bytes may be reused.
-func AppendMember(obj []byte, name string, raw []byte) ([]byte, bool) {
-	if len(obj) < 2 || obj[len(obj)-1] != '}' {
-		return obj, false
+// MarshalWith is json.Marshal(v) for a struct whose json.RawMessage
+// field named name (in JSON) holds raw: v is given with that field nil,
+// encoding/json writes everything else, and raw goes in place of its
+// null, written by AppendMarshalled. The last member named name in what
+// json.Marshal writes must be that field, followed by nothing but the
+// object's end or further members. It reports false when json.Marshal
+// fails, raw is nil, or AppendMarshalled refuses raw: json.Marshal of the
+// whole value then says what is wrong, or writes it.
+func MarshalWith(v any, name string, raw []byte) ([]byte, bool) {
+	if raw == nil {
+		return nil, false
 	}
-	out := obj[:len(obj)-1]
-	if len(out) > 1 {
-		out = append(out, ',')
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
 	}
-	out = append(append(append(out, '"'), name...), `":`...)
+	key := `"` + name + `":`
+	i := bytes.LastIndex(b, []byte(key+"null"))
+	if i < 0 {
+		return nil, false
+	}
+	rest := b[i+len(key)+len("null"):]
+	if len(rest) == 0 || rest[0] != ',' && rest[0] != '}' {
+		return nil, false
+	}
+	out := make([]byte, 0, len(b)+len(raw))
+	out = append(out, b[:i+len(key)]...)
 	out, ok := AppendMarshalled(out, raw)
 	if !ok {
-		// obj's closing brace may have been written over: put it back.
-		return append(obj[:len(obj)-1], '}'), false
+		return nil, false
 	}
-	return append(out, '}'), true
+	return append(out, rest...), true
 }
