@@ -44,11 +44,32 @@ func (s *EventStore) write(ctx context.Context, jobID string, expected uint64, m
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	return s.settle(ctx, jobID, expected, msgs, nil)
+}
+
+// answer is what one publish of an append told, before any re-read.
+type answer struct {
+	seq uint64
+	out outcome
+	err error
+}
+
+// settle takes an append from the answer to its first publish (first; nil
+// to publish it now) to its outcome: re-reading the job when the answer
+// does not settle it, publishing again while that stays unclear.
+func (s *EventStore) settle(ctx context.Context, jobID string, expected uint64, msgs []store.Message, first *answer) (uint64, error) {
 	wire := wireMsgs(s.subject(jobID), msgs)
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout)
-		seq, out, err := s.publish(actx, wire)
-		cancel()
+		var seq uint64
+		var out outcome
+		var err error
+		if attempt == 1 && first != nil {
+			seq, out, err = first.seq, first.out, first.err
+		} else {
+			actx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout)
+			seq, out, err = s.publish(actx, wire)
+			cancel()
+		}
 		switch out {
 		case written:
 			return seq, nil
@@ -60,7 +81,7 @@ func (s *EventStore) write(ctx context.Context, jobID string, expected uint64, m
 			return 0, fmt.Errorf("%w: append of %d events to job %s at version %d: %w",
 				store.ErrUnknownOutcome, len(msgs), jobID, expected, err)
 		}
-		actx, cancel = context.WithTimeout(ctx, s.opts.AttemptTimeout)
+		actx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout)
 		v, state, rerr := s.resolve(actx, jobID, expected, msgs)
 		cancel()
 		if rerr == nil {

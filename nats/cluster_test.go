@@ -49,11 +49,13 @@ func TestClusterLeaderLoss(t *testing.T) {
 	})
 
 	t.Run("during appends", func(t *testing.T) {
-		writers(t, ctx, es, jobs, func() {
+		group := newJobs(4)
+		writers(t, ctx, es, jobs, group, func() {
 			old := c.StreamLeader(t, js, nats.EventStream, "")
 			t.Logf("shutting down stream leader %s", old.Name)
 			c.Shutdown(old)
 		})
 		requireAll(t, es, jobs)
+		requireAll(t, es, group)
 	})
 }

@@ -65,7 +65,11 @@
 // to 1000 messages (the server's default limit), at most one append per
 // job per batch. If a batch is refused, for example because one job's
 // expected version is stale, each of its appends is retried alone, so only
-// the conflicting one fails.
+// the conflicting one fails. A small group of one-message appends (up to
+// DefaultPipelineMax, EventStoreOptions.PipelineMax) goes as plain
+// messages, all in flight at once, each settled like a single append: a
+// single server stages every atomic batch in a file store of its own,
+// which costs more than a few plain writes.
 //
 // # Servers and connections
 //

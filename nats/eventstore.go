@@ -24,6 +24,13 @@ type EventStoreOptions struct {
 	// MaxBatch is the most messages in one atomic batch; default 1000, the
 	// server's default limit (max_batch_size).
 	MaxBatch int
+	// PipelineMax is the most appends of a group commit that are
+	// published as plain messages, all in flight at once, instead of as
+	// one atomic batch, when each of them is a single message: default
+	// DefaultPipelineMax; negative for always an atomic batch. A group of
+	// one message each needs no batch to stay all or none per job, and a
+	// small one is cheaper as plain messages (see AppendMany).
+	PipelineMax int
 	// MaxAttempts bounds the publishes of one append whose outcome stays
 	// unclear; default 8.
 	MaxAttempts int
@@ -66,6 +73,9 @@ func NewEventStore(ctx context.Context, js jetstream.JetStream, opts EventStoreO
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
+	}
+	if opts.PipelineMax == 0 {
+		opts.PipelineMax = DefaultPipelineMax
 	}
 	if opts.AttemptTimeout <= 0 {
 		opts.AttemptTimeout = js.Options().DefaultTimeout

@@ -2,12 +2,24 @@ package nats
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/store"
 )
+
+// DefaultPipelineMax is how many single-message appends a group commit
+// publishes as plain messages, pipelined, rather than as an atomic batch.
+// On a single server (one replica) the server stages every atomic batch in
+// a file store of its own (a directory, a synced metadata file, a sync of
+// the batch, then removal) before storing it: on the disk the README's
+// figures come from, a batch of two one-event appends took 2.4 ms and
+// 1.2 ms of CPU, two plain messages 0.6 ms and 0.3 ms, and plain messages
+// stay cheaper up to about twelve (BenchmarkSmallGroupCommit).
+const DefaultPipelineMax = 8
 
 // AppendMany is group commit: the appends go in atomic batches of at most
 // MaxBatch messages, one append per job per batch, each carrying its own
@@ -15,7 +27,9 @@ import (
 // job's version is stale, an id is known, the answer is lost) is retried
 // one append at a time, so only the appends that really fail do; those
 // single appends find out for themselves whether the batch had landed.
-// Results are in the order of appends.
+// A small group whose appends are one message each (PipelineMax) is
+// published as plain messages instead, all in flight at once, each
+// settled on its own. Results are in the order of appends.
 func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []store.Result {
 	res := make([]store.Result, len(appends))
 	msgs := make([][]store.Message, len(appends))
@@ -33,9 +47,12 @@ func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []s
 			break
 		}
 		group := s.fitting(batch, msgs, limit)
-		if len(group) >= 2 {
+		switch {
+		case s.pipelines(group, msgs):
+			s.commitPipelined(ctx, appends, msgs, group, res)
+		case len(group) >= 2:
 			s.commitBatch(ctx, appends, msgs, group, res)
-		} else {
+		default:
 			group = nil
 		}
 		for _, i := range batch {
@@ -105,5 +122,60 @@ func (s *EventStore) commitBatch(ctx context.Context, appends []store.Append, ms
 	for _, i := range batch {
 		v, err := s.write(ctx, appends[i].JobID, appends[i].Expected, msgs[i])
 		res[i] = store.Result{Version: v, Err: err}
+	}
+}
+
+// pipelines says whether a group goes as plain messages: two or more
+// appends, at most PipelineMax, each of one message. An append of several
+// events needs an atomic batch to be all or none; a group that holds one
+// goes as a batch whole.
+func (s *EventStore) pipelines(group []int, msgs [][]store.Message) bool {
+	if len(group) < 2 || len(group) > s.opts.PipelineMax {
+		return false
+	}
+	for _, i := range group {
+		if len(msgs[i]) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// commitPipelined publishes a group of one-message appends as plain
+// messages, all in flight before the first answer is awaited, each with
+// its own expected version and message id, so each lands or fails on its
+// own like a single append. An answer that does not settle an append (a
+// stale version, a known id, none in time) is settled as a single
+// append's would be.
+func (s *EventStore) commitPipelined(ctx context.Context, appends []store.Append, msgs [][]store.Message, group []int, res []store.Result) {
+	wire := make([]*natsgo.Msg, len(group))
+	futs := make([]jetstream.PubAckFuture, len(group))
+	errs := make([]error, len(group))
+	for k, i := range group {
+		wire[k] = wireMsgs(s.subject(appends[i].JobID), msgs[i])[0]
+		futs[k], errs[k] = s.js.PublishMsgAsync(wire[k])
+	}
+	actx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout)
+	defer cancel()
+	for k, i := range group {
+		first := awaitAck(actx, wire[k], futs[k], errs[k])
+		v, err := s.settle(ctx, appends[i].JobID, appends[i].Expected, msgs[i], &first)
+		res[i] = store.Result{Version: v, Err: err}
+	}
+}
+
+// awaitAck waits for the answer to an asynchronous publish of msg (or
+// takes the error that kept it from leaving) until ctx ends.
+func awaitAck(ctx context.Context, msg *natsgo.Msg, fut jetstream.PubAckFuture, err error) answer {
+	if err != nil {
+		return acked(msg, nil, err)
+	}
+	select {
+	case ack := <-fut.Ok():
+		return acked(msg, ack, nil)
+	case err := <-fut.Err():
+		return acked(msg, nil, err)
+	case <-ctx.Done():
+		return answer{out: unclear, err: fmt.Errorf("no acknowledgement in time: %w", ctx.Err())}
 	}
 }

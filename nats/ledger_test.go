@@ -79,22 +79,63 @@ func appendRound(t *testing.T, ctx context.Context, es *nats.EventStore, jobs []
 	}
 }
 
-// writers keeps appending to every job from its own goroutine while fault
-// runs: fault is called once every job has some acknowledged appends, and
-// the writers stop once every job has some more after it.
-func writers(t *testing.T, ctx context.Context, es *nats.EventStore, jobs []*jobLog, fault func()) {
+// appendGroupUntilKnown appends one event to every job in one group
+// commit (a small group of one-message appends: plain messages in flight
+// together) and repeats, for the jobs whose outcome is unknown, the very
+// same appends until each is known, as the engine will.
+func appendGroupUntilKnown(ctx context.Context, es *nats.EventStore, jobs []*jobLog) error {
+	apps := make([]store.Append, len(jobs))
+	todo := make([]int, len(jobs))
+	for i, j := range jobs {
+		apps[i], todo[i] = j.next(1), i
+	}
+	for len(todo) > 0 {
+		group := make([]store.Append, len(todo))
+		for k, i := range todo {
+			group[k] = apps[i]
+		}
+		var again []int
+		for k, r := range es.AppendMany(ctx, group) {
+			i := todo[k]
+			switch {
+			case errors.Is(r.Err, store.ErrUnknownOutcome) && ctx.Err() == nil:
+				again = append(again, i)
+			case r.Err != nil:
+				return fmt.Errorf("group commit, job %s: %w", jobs[i].id, r.Err)
+			default:
+				jobs[i].acked(apps[i], r.Version)
+			}
+		}
+		todo = again
+	}
+	return nil
+}
+
+// writers keeps appending while fault runs: to every job of jobs from its
+// own goroutine (one event, then an atomic pair, in turn), and to all the
+// jobs of group at once in group commits of one event each, from one
+// more. fault is called once every writer has some acknowledged appends,
+// and the writers stop once every one has some more after it.
+func writers(t *testing.T, ctx context.Context, es *nats.EventStore, jobs, group []*jobLog, fault func()) {
 	t.Helper()
+	var steps []func(k int) error
+	for _, j := range jobs {
+		steps = append(steps, func(k int) error { return appendUntilKnown(ctx, es, j, 1+k%2) })
+	}
+	if len(group) > 0 {
+		steps = append(steps, func(int) error { return appendGroupUntilKnown(ctx, es, group) })
+	}
 	const before, after = 3, 3
 	var (
 		mu     sync.Mutex
 		cond   = sync.NewCond(&mu)
-		counts = make([]int, len(jobs))
+		counts = make([]int, len(steps))
 		stop   bool
 		failed bool
-		errs   = make([]error, len(jobs))
+		errs   = make([]error, len(steps))
 		wg     sync.WaitGroup
 	)
-	for i, j := range jobs {
+	for i, step := range steps {
 		wg.Go(func() {
 			for k := 0; ; k++ {
 				mu.Lock()
@@ -103,7 +144,7 @@ func writers(t *testing.T, ctx context.Context, es *nats.EventStore, jobs []*job
 				if done {
 					return
 				}
-				if err := appendUntilKnown(ctx, es, j, 1+k%2); err != nil {
+				if err := step(k); err != nil {
 					errs[i] = err
 					mu.Lock()
 					failed = true

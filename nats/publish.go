@@ -53,14 +53,8 @@ func wireMsgs(subject string, msgs []store.Message) []*natsgo.Msg {
 func (s *EventStore) publish(ctx context.Context, msgs []*natsgo.Msg) (uint64, outcome, error) {
 	if len(msgs) == 1 {
 		ack, err := s.js.PublishMsg(ctx, msgs[0])
-		if err != nil {
-			out, err := classify(err)
-			return 0, out, err
-		}
-		if ack.Duplicate {
-			return ack.Sequence, duplicate, fmt.Errorf("the server already has message id %s at sequence %d", msgs[0].Header.Get(store.HeaderMsgID), ack.Sequence)
-		}
-		return ack.Sequence, written, nil
+		a := acked(msgs[0], ack, err)
+		return a.seq, a.out, a.err
 	}
 	ack, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs)
 	if err != nil {
@@ -71,6 +65,19 @@ func (s *EventStore) publish(ctx context.Context, msgs []*natsgo.Msg) (uint64, o
 		return 0, unclear, fmt.Errorf("batch of %d messages acknowledged with count %d", len(msgs), ack.BatchSize)
 	}
 	return ack.Sequence, written, nil
+}
+
+// acked reads the answer to a plain publish of msg.
+func acked(msg *natsgo.Msg, ack *jetstream.PubAck, err error) answer {
+	switch {
+	case err != nil:
+		out, err := classify(err)
+		return answer{out: out, err: err}
+	case ack.Duplicate:
+		return answer{seq: ack.Sequence, out: duplicate,
+			err: fmt.Errorf("the server already has message id %s at sequence %d", msg.Header.Get(store.HeaderMsgID), ack.Sequence)}
+	}
+	return answer{seq: ack.Sequence, out: written}
 }
 
 // classify sorts a publish error.

@@ -93,6 +93,53 @@ func testGroupCommitConflicts(t *testing.T, s Store) {
 	}
 }
 
+// testGroupCommitSingles is a small group of one-event appends (which a
+// JetStream store publishes as plain messages, in flight together): a
+// stale one and a duplicate one fail alone, and the same group again
+// gets the same answers and writes nothing.
+func testGroupCommitSingles(t *testing.T, s Store) {
+	ctx := context.Background()
+	const jobs = 5
+	heads := make([][]events.Event, jobs)
+	versions := make([]uint64, jobs)
+	appends := make([]store.Append, jobs)
+	for i := range appends {
+		job := NewJobID()
+		heads[i] = NewEvents(job, 1, 1)
+		v, err := s.Append(ctx, job, 0, heads[i]...)
+		require.NoError(t, err)
+		versions[i] = v
+		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, 1)}
+	}
+	appends[1].Expected = 0                  // stale
+	appends[3].Events[0].ID = heads[3][0].ID // duplicate
+	check := func(res []store.Result) {
+		t.Helper()
+		require.Len(t, res, jobs)
+		for i, r := range res {
+			a := appends[i]
+			switch i {
+			case 1:
+				require.ErrorIs(t, r.Err, store.ErrConcurrency)
+				requireJob(t, s, a.JobID, heads[i], versions[i])
+			case 3:
+				require.ErrorIs(t, r.Err, store.ErrDuplicate)
+				requireJob(t, s, a.JobID, heads[i], versions[i])
+			default:
+				require.NoError(t, r.Err, "append %d", i)
+				requireJob(t, s, a.JobID, concat(heads[i], a.Events), r.Version)
+			}
+		}
+	}
+	res := s.AppendMany(ctx, appends)
+	check(res)
+	again := s.AppendMany(ctx, appends)
+	check(again)
+	for i := range res {
+		require.Equal(t, res[i].Version, again[i].Version, "append %d", i)
+	}
+}
+
 // testGroupCommitLarge spans several atomic batches.
 func testGroupCommitLarge(t *testing.T, s Store) {
 	const jobs = 550 // 1,100 messages: more than one batch of 1,000

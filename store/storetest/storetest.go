@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"ManyJobs", testManyJobs},
 		{"GroupCommit", testGroupCommit},
 		{"GroupCommitConflicts", testGroupCommitConflicts},
+		{"GroupCommitSingles", testGroupCommitSingles},
 		{"GroupCommitLarge", testGroupCommitLarge},
 		{"Corrupt", testCorrupt},
 		{"Canceled", testCanceled},
