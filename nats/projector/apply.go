@@ -239,6 +239,10 @@ func (a *applier) writeAll(ctx context.Context, todo []projections.Target, curre
 // server that syncs every write), each message with its own expected
 // revision; a batch the server refuses, for a conflict or anything else,
 // is written again value by value, which tells which values conflicted.
+// A few values (snats.DefaultPipelineMax or fewer) are written value by
+// value at once, all in flight together: on a single server an atomic
+// batch is staged in a file store of its own first, which costs more than
+// a few plain writes (every value is its own compare-and-set either way).
 func (a *applier) write(ctx context.Context, window []projections.Target, current map[projections.Target]entry,
 	byTarget map[projections.Target][]projections.Record) ([]projections.Target, error) {
 	byBucket := map[string][]pendingValue{}
@@ -263,7 +267,7 @@ func (a *applier) write(ctx context.Context, window []projections.Target, curren
 	var errs []error
 	for _, b := range buckets {
 		vs := byBucket[b]
-		if len(vs) > 1 && a.writeBatch(wait, vs) {
+		if len(vs) > snats.DefaultPipelineMax && a.writeBatch(wait, vs) {
 			continue
 		}
 		c, err := a.writeEach(wait, vs)

@@ -1,0 +1,39 @@
+package projector_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
+)
+
+// TestFewValuesArePlainWrites: a batch that changes many values of a
+// bucket writes them as one atomic batch; one that changes a few (a
+// runner keeping up with a light load) writes them as plain messages,
+// which a single server does not have to stage. Both are the same fold.
+func TestFewValuesArePlainWrites(t *testing.T) {
+	w := setup(t)
+	w.more(20, "many")
+	w.runner("r1", projector.Config{})
+	w.caughtUp()
+	w.more(1, "few")
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
+
+	ctx := context.Background()
+	stream, err := w.srv.JS.Stream(ctx, "KV_"+projections.LedgerBucket)
+	require.NoError(t, err)
+	// A job's ledger is last written with its key's ledger and the day's.
+	batched := func(job string) bool {
+		t.Helper()
+		m, err := stream.GetLastMsgForSubject(ctx, "$KV."+projections.LedgerBucket+"."+projections.LedgerJobPrefix+job)
+		require.NoError(t, err)
+		return m.Header.Get("Nats-Batch-Id") != ""
+	}
+	first, last := w.recs[0].Event.JobID, w.recs[len(w.recs)-1].Event.JobID
+	require.True(t, batched(first), "20 jobs' ledgers in one batch are written as an atomic batch")
+	require.False(t, batched(last), "a lone job's ledgers are plain writes")
+}
