@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -29,11 +30,13 @@ func init() {
 }
 
 // benchPhases are the phases bench knows, in the order they run.
-var benchPhases = []string{"raw", "happy", "faults", "replay", "scale"}
+var benchPhases = []string{"raw", "happy", "steady", "faults", "replay", "scale"}
 
 // benchFlags are the knobs of "serpent bench".
 type benchFlags struct {
 	jobs         int
+	steadyJobs   int
+	steadyRate   float64
 	workers      int
 	payload      int
 	raw          int
@@ -63,6 +66,7 @@ type benchReport struct {
 	Phases    []string     `json:"phases"`
 	Raw       benchRaw     `json:"raw"`
 	HappyPath *benchE2E    `json:"happy_path,omitempty"`
+	Steady    *benchE2E    `json:"steady,omitempty"`
 	Faults    *benchE2E    `json:"faults,omitempty"`
 	Replay    *benchReplay `json:"replay,omitempty"`
 	Scale     *benchScale  `json:"scale,omitempty"`
@@ -114,14 +118,16 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&f.jobs, "jobs", 5000, "jobs in each end-to-end phase")
+	fs.IntVar(&f.jobs, "jobs", 5000, "jobs in the happy and faults phases")
+	fs.IntVar(&f.steadyJobs, "steady-jobs", 1000, "jobs in the steady phase")
+	fs.Float64Var(&f.steadyRate, "steady-rate", 100, "steady phase: schedule commands a second, published one at a time")
 	fs.IntVar(&f.workers, "workers", 512, "jobs the engine works on at once (intake and due jobs each)")
 	fs.IntVar(&f.payload, "payload", 512, "bytes of each message in the raw publish phase (events average some 1,200 bytes with their envelope; the fsync, not the size, sets the one-at-a-time rate: 512 and 1,200 measure alike here)")
 	fs.IntVar(&f.raw, "raw", 3000, "messages in each raw publish phase (ten times as many in batches of 1,000)")
 	fs.StringVar(&f.faults, "faults", "default", "fault mix of the faults phase: default, none, or a JSON file of sandbox faults")
 	fs.StringVar(&f.dir, "data", "", "folder for the servers' data (default: a temporary folder, removed after)")
 	fs.StringVar(&f.output, "o", "table", "output: table or json")
-	fs.StringVar(&f.phases, "phases", "raw,happy,faults,replay", "phases to run, comma-separated: "+strings.Join(benchPhases, ", "))
+	fs.StringVar(&f.phases, "phases", "raw,happy,steady,faults,replay", "phases to run, comma-separated: "+strings.Join(benchPhases, ", "))
 	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr")
 	fs.IntVar(&f.replayEvents, "replay-events", 0, "replay phase: first seed finished jobs until the log holds at least this many events (0: replay the log as the earlier phases left it)")
 	fs.IntVar(&f.scaleJobs, "scale-jobs", 1_000_000, "scale phase: finished jobs in its fresh log")
@@ -137,7 +143,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 
 Measures, in one run on embedded JetStream servers configured like
 production (fsync on every write, one replica), the phases given with
---phases, in this order (the default is raw,happy,faults,replay):
+--phases, in this order (the default is raw,happy,steady,faults,replay):
 
   raw       one-at-a-time durable publishes of --payload byte messages, and
             atomic batches of 100 and of 1,000 (over ten times --raw
@@ -159,7 +165,13 @@ production (fsync on every write, one replica), the phases given with
             and garbage collector, timers' callbacks such as the server
             firing message schedules); --cpu-parts=false leaves the
             split out, and --cpuprofile, which takes the profile, does too
-  faults    the same under a fault mix
+  steady    the same at a steady load, the one most deployments see:
+            --steady-jobs commands published one at a time, --steady-rate
+            a second; with how long a job took from its command to its
+            last event in the log (median, p99, max). Group commits are
+            small then, so its CPU a job is what a lightly loaded engine
+            pays
+  faults    the same under a fault mix (commands as in happy)
   replay    the whole event log as the earlier phases left it (first seeded
             with finished jobs until it holds --replay-events events; an
             empty log is not measured), in events per second: the audit
@@ -222,8 +234,11 @@ Flags:
 	if len(phases) == 0 {
 		return f, nil, fmt.Errorf("%w: --phases names no phase (phases: %s)", errUsage, strings.Join(benchPhases, ", "))
 	}
-	if f.scaleJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
-		return f, nil, fmt.Errorf("%w: --jobs, --workers, --raw, --payload, --scale-jobs and --scale-loads must be at least 1", errUsage)
+	if f.scaleJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.steadyJobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
+		return f, nil, fmt.Errorf("%w: --jobs, --steady-jobs, --workers, --raw, --payload, --scale-jobs and --scale-loads must be at least 1", errUsage)
+	}
+	if !(f.steadyRate > 0) || math.IsInf(f.steadyRate, 1) {
+		return f, nil, fmt.Errorf("%w: --steady-rate %v: commands a second, a number above 0", errUsage, f.steadyRate)
 	}
 	if f.scaleFresh < 0 || f.replayEvents < 0 {
 		return f, nil, fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", errUsage)
@@ -292,7 +307,7 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 		return err
 	}
 	defer b.sb.Close()
-	if phases["raw"] || phases["happy"] || phases["faults"] || phases["replay"] {
+	if phases["raw"] || phases["happy"] || phases["steady"] || phases["faults"] || phases["replay"] {
 		if err := b.startEngine(ctx); err != nil {
 			return err
 		}
@@ -324,15 +339,23 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 	}
 	if phases["happy"] {
 		b.sb.SetFaults(sandbox.Faults{})
-		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, b.cpuParts, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, 0, b.cpuParts, b.prog)
 		if err != nil {
 			return err
 		}
 		rep.HappyPath = &r
 	}
+	if phases["steady"] {
+		b.sb.SetFaults(sandbox.Faults{})
+		r, err := benchEndToEnd(ctx, b.js, "steady", f.steadyJobs, f.steadyRate, b.cpuParts, b.prog)
+		if err != nil {
+			return err
+		}
+		rep.Steady = &r
+	}
 	if phases["faults"] {
 		b.sb.SetFaults(faults)
-		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, b.cpuParts, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, 0, b.cpuParts, b.prog)
 		if err != nil {
 			return err
 		}

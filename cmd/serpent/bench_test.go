@@ -37,13 +37,13 @@ func TestBenchEveryPhase(t *testing.T) {
 		return os.Getenv(k)
 	}
 	var stdout, stderr bytes.Buffer
-	err = run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,replay,scale",
-		"--scale-jobs", "3000", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
+	err = run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
+		"--steady-jobs", "50", "--steady-rate", "200", "--scale-jobs", "3000", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 
 	var keys map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &keys), stdout.String())
-	for _, k := range []string{"machine", "phases", "raw", "happy_path", "replay", "scale", "memory", "ratios"} {
+	for _, k := range []string{"machine", "phases", "raw", "happy_path", "steady", "replay", "scale", "memory", "ratios"} {
 		require.Contains(t, keys, k)
 	}
 	require.NotContains(t, keys, "faults", "the faults phase was not asked for")
@@ -51,7 +51,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep))
-	require.Equal(t, []string{"raw", "happy", "replay", "scale"}, rep.Phases)
+	require.Equal(t, []string{"raw", "happy", "steady", "replay", "scale"}, rep.Phases)
 
 	require.Positive(t, rep.Raw.SinglePerSec)
 	require.Positive(t, rep.Raw.MemorySinglePerSec)
@@ -80,6 +80,18 @@ func TestBenchEveryPhase(t *testing.T) {
 		require.Contains(t, cpuParts, part)
 	}
 	require.Positive(t, rep.Ratios.HappyPathToRawSingle)
+	require.Nil(t, h.LatencyMillis, "the happy path is not paced")
+
+	st := rep.Steady
+	require.NotNil(t, st)
+	require.Equal(t, 50, st.Finished[aggregate.StatusSucceeded])
+	require.Equal(t, 200.0, st.PacePerSec)
+	require.Positive(t, st.CPUMicrosPerJob)
+	l := st.LatencyMillis
+	require.NotNil(t, l, "a paced phase times its jobs")
+	require.Positive(t, l.Median)
+	require.GreaterOrEqual(t, l.P99, l.Median)
+	require.GreaterOrEqual(t, l.Max, l.P99)
 
 	p := rep.Replay
 	require.NotNil(t, p)
@@ -88,7 +100,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.True(t, p.Audit.OK, "audit violations: %+v", p.Audit.First)
 	require.Zero(t, p.Audit.Violations)
 	require.EqualValues(t, p.Events, p.Audit.Events)
-	require.Equal(t, 200, p.Audit.Jobs)
+	require.Equal(t, 250, p.Audit.Jobs)
 	require.Positive(t, p.Audit.EventsPerSec)
 	require.Equal(t, auditGCPercent, p.Audit.GCPercent)
 	require.EqualValues(t, p.Events, p.Rebuild.Events)
@@ -128,7 +140,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	// The table shows the same figures.
 	var table bytes.Buffer
 	require.NoError(t, printBench(&table, rep))
-	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
+	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "end to end, steady 200/s", "a job from its command to its last event", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
 		"replay, projection rebuild", "scale, seeding", "scale, load one job at 3000 jobs", "scale, engine process memory",
 		"scale, bench process memory", "memory, bench process"} {
 		require.Contains(t, table.String(), want)
@@ -173,6 +185,11 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		"a misspelt fault":     {"--phases", "faults", "--faults", typo},
 		"a sandbox config":     {"--phases", "faults", "--faults", whole},
 		"a probability over 1": {"--phases", "faults", "--faults", over},
+		"no steady jobs":       {"--steady-jobs", "0"},
+		"no steady rate":       {"--steady-rate", "0"},
+		"a negative rate":      {"--steady-rate", "-5"},
+		"a rate not a number":  {"--steady-rate", "NaN"},
+		"an endless rate":      {"--steady-rate", "+Inf"},
 	} {
 		_, _, err := runCmd(t, append([]string{"bench"}, args...)...)
 		require.ErrorIs(t, err, errUsage, name)
@@ -185,7 +202,7 @@ func TestBenchHelpListsPhases(t *testing.T) {
 	for _, p := range benchPhases {
 		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
 	}
-	for _, f := range []string{"-replay-events", "-scale-jobs", "-cpuprofile", "-memprofile", "-cpu-parts"} {
+	for _, f := range []string{"-replay-events", "-scale-jobs", "-steady-jobs", "-steady-rate", "-cpuprofile", "-memprofile", "-cpu-parts"} {
 		require.Contains(t, stderr, f)
 	}
 }

@@ -144,7 +144,7 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 
 	// Fresh jobs through it, end to end.
 	if b.f.scaleFresh > 0 {
-		e, err := benchEndToEnd(ctx, js, "scale engine", b.f.scaleFresh, false, b.prog) // the engine is another process
+		e, err := benchEndToEnd(ctx, js, "scale engine", b.f.scaleFresh, 0, false, b.prog) // the engine is another process
 		if err != nil {
 			return failed("%v", err)
 		}

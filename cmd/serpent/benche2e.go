@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -53,13 +54,45 @@ type benchE2E struct {
 	// in microseconds, as a CPU profile of the phase sampled it (at 100
 	// a second, so its sum is near CPUMicrosPerJob, not equal to it).
 	CPUByPart map[string]float64 `json:"cpu_micros_per_job_by_part,omitempty"`
+	// PacePerSec, in a paced phase, is the rate the commands were
+	// published at, one at a time; LatencyMillis is then how long a job
+	// took from its command's publish to its last event in the log.
+	PacePerSec    float64       `json:"paced_commands_per_sec,omitempty"`
+	LatencyMillis *benchLatency `json:"job_latency_ms,omitempty"`
+}
+
+// benchLatency sums up how long jobs took, in milliseconds.
+type benchLatency struct {
+	Median float64 `json:"median"`
+	P99    float64 `json:"p99"`
+	Max    float64 `json:"max"`
 }
 
 // benchEndToEnd publishes jobs schedule commands the way a busy upstream
-// system would (atomic batches of 100) and waits until every job is
-// finished, counting terminal events as they are stored.
-func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jobs int, cpuParts bool, prog progressFunc) (benchE2E, error) {
+// system would (atomic batches of 100), or with pace above zero one at a
+// time at pace a second the way a steady one would, and waits until every
+// job is finished, counting terminal events as they are stored.
+func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jobs int, pace float64, cpuParts bool, prog progressFunc) (benchE2E, error) {
 	r := benchE2E{Jobs: jobs, Finished: map[aggregate.Status]int{}}
+	stamp := time.Now().UnixNano()
+	commands := make([][]byte, jobs)
+	ids := make([]string, jobs)
+	for j := range commands {
+		cmd := aggregate.ScheduleCommand{Slot: "2026-01-01T00:00:00Z", Query: fmt.Sprintf("bench %s %d %d", label, stamp, j),
+			Country: "US", Language: "en", Device: "desktop"}
+		commands[j] = []byte(fmt.Sprintf(`{"slot":%q,"query":%q,"country":"US","language":"en","device":"desktop"}`, cmd.Slot, cmd.Query))
+		if pace > 0 {
+			sched, err := aggregate.NewSchedule(cmd, aggregate.DefaultPolicy(), "bench")
+			if err != nil {
+				return r, fmt.Errorf("bench %s: %w", label, err)
+			}
+			ids[j] = sched.JobID
+		}
+	}
+	var (
+		sentMu sync.Mutex
+		sent   = make(map[string]time.Time, jobs) // paced: when each job's command left
+	)
 	evBefore, err := lastSeq(ctx, js, snats.EventStream)
 	if err != nil {
 		return r, err
@@ -94,16 +127,21 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 			defer split.abort() // when the phase fails part way
 		}
 	}
-	stamp := time.Now().UnixNano()
 	start, cpuStart := time.Now(), processCPU()
 	pubErr := make(chan error, 1)
 	go func() {
+		if pace > 0 {
+			pubErr <- publishPaced(ctx, js, commands, pace, func(j int) {
+				sentMu.Lock()
+				sent[ids[j]] = time.Now()
+				sentMu.Unlock()
+			})
+			return
+		}
 		for i := 0; i < jobs; i += 100 {
 			msgs := make([]*natsgo.Msg, 0, 100)
 			for j := i; j < min(i+100, jobs); j++ {
-				msgs = append(msgs, &natsgo.Msg{Subject: snats.ScheduleSubject, Data: []byte(fmt.Sprintf(
-					`{"slot":"2026-01-01T00:00:00Z","query":"bench %s %d %d","country":"US","language":"en","device":"desktop"}`,
-					label, stamp, j))})
+				msgs = append(msgs, &natsgo.Msg{Subject: snats.ScheduleSubject, Data: commands[j]})
 			}
 			if _, err := jetstreamext.PublishMsgBatch(ctx, js, msgs); err != nil {
 				pubErr <- err
@@ -112,6 +150,7 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 		}
 		pubErr <- nil
 	}()
+	var took []time.Duration // paced: each job from its command to its end
 
 	done := map[string]bool{}
 	timeout := time.AfterFunc(10*time.Minute, it.Stop)
@@ -138,6 +177,13 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 		job := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
 		if !done[job] {
 			done[job] = true
+			if pace > 0 {
+				sentMu.Lock()
+				if at, ok := sent[job]; ok {
+					took = append(took, time.Since(at))
+				}
+				sentMu.Unlock()
+			}
 			r.Finished[status]++
 			prog("end to end: "+label, len(done), jobs)
 		}
@@ -150,7 +196,7 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	if err := waitProjections(ctx, js, 10*time.Minute); err != nil {
 		return r, fmt.Errorf("bench %s: %w", label, err)
 	}
-	took, cpu := time.Since(start), processCPU()-cpuStart
+	elapsed, cpu := time.Since(start), processCPU()-cpuStart
 	if split != nil {
 		parts, err := split.stop()
 		if err != nil {
@@ -178,17 +224,49 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	if err != nil {
 		return r, err
 	}
-	r.Seconds = round2(took.Seconds())
-	r.JobsPerSec = perSec(jobs, took)
+	r.Seconds = round2(elapsed.Seconds())
+	r.JobsPerSec = perSec(jobs, elapsed)
 	r.EventsPerJob = round2(float64(evAfter-evBefore) / float64(jobs))
 	r.WorkPerJob = round2(float64(workAfter-workBefore) / float64(jobs))
 	r.ProjectionPerJob = round2(float64(projAfter-projBefore) / float64(jobs))
 	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + r.ProjectionPerJob + 1) // + the command itself
 	r.AppendsPerJob = round2(float64(appends) / float64(jobs))
 	r.CPUSeconds = round2(cpu.Seconds())
-	r.CoresBusy = round2(cpu.Seconds() / took.Seconds())
+	r.CoresBusy = round2(cpu.Seconds() / elapsed.Seconds())
 	r.CPUMicrosPerJob = math.Round(float64(cpu.Microseconds()) / float64(jobs))
+	if pace > 0 {
+		r.PacePerSec = pace
+		if len(took) > 0 {
+			median, p99, maxi := quantileMicros(took)
+			r.LatencyMillis = &benchLatency{Median: round2(median / 1000), P99: round2(p99 / 1000), Max: round2(maxi / 1000)}
+		}
+	}
 	return r, nil
+}
+
+// publishPaced publishes the commands one at a time, each waiting for its
+// acknowledgement, the i-th due i/pace seconds after the first; sent is
+// told just before each leaves. A publish that takes longer than its
+// share delays the ones after it, which then go at once until the pace is
+// met again.
+func publishPaced(ctx context.Context, js jetstream.JetStream, commands [][]byte, pace float64, sent func(i int)) error {
+	start := time.Now()
+	for i, data := range commands {
+		if wait := time.Until(start.Add(time.Duration(float64(i) / pace * float64(time.Second)))); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		sent(i)
+		if _, err := js.PublishMsg(ctx, &natsgo.Msg{Subject: snats.ScheduleSubject, Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitProjections polls until the projection runner has applied every

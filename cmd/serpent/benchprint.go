@@ -48,8 +48,14 @@ func printBench(w io.Writer, r benchReport) error {
 		if e.CPUByPart != nil {
 			fmt.Fprintf(tw, "\t\tCPU a job by part, as a profile sampled it: %s\n", cpuPartsText(e.CPUByPart))
 		}
+		if l := e.LatencyMillis; l != nil {
+			fmt.Fprintf(tw, "\t\ta job from its command to its last event: median %.1f ms, p99 %.1f ms, max %.1f ms\n", l.Median, l.P99, l.Max)
+		}
 	}
 	e2e("end to end, happy path", r.HappyPath, r.Ratios.HappyPathToRawSingle)
+	if e := r.Steady; e != nil {
+		e2e(fmt.Sprintf("end to end, steady %.0f/s", e.PacePerSec), e, 0)
+	}
 	e2e("end to end, fault mix", r.Faults, r.Ratios.FaultsToRawSingle)
 	if p := r.Replay; p != nil && p.Empty {
 		fmt.Fprintf(tw, "replay\tnot measured\tthe event log is empty: run the happy or faults phase first, or seed it with --replay-events N\n")
