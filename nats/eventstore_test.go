@@ -77,4 +77,14 @@ func TestClosedConnectionIsAnUnknownOutcome(t *testing.T) {
 	job := storetest.NewJobID()
 	_, err = es.Append(context.Background(), job, 0, storetest.NewEvents(job, 1, 2)...)
 	require.ErrorIs(t, err, store.ErrUnknownOutcome)
+
+	// So is every append of a small group commit, sent as plain messages.
+	var group []store.Append
+	for range 3 {
+		job := storetest.NewJobID()
+		group = append(group, store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)})
+	}
+	for i, r := range es.AppendMany(context.Background(), group) {
+		require.ErrorIs(t, r.Err, store.ErrUnknownOutcome, "append %d", i)
+	}
 }
