@@ -46,10 +46,14 @@ func RunServer(t testing.TB, edit ...func(*nats.EmbeddedConfig)) *Server {
 }
 
 // Restart stops the server and starts it again on the same port and data,
-// then waits until JetStream answers again.
-func (s *Server) Restart(t testing.TB) {
+// then waits until JetStream answers again. edit, if given, changes the
+// configuration first (it is kept for later restarts).
+func (s *Server) Restart(t testing.TB, edit ...func(*nats.EmbeddedConfig)) {
 	t.Helper()
 	s.Embedded.Shutdown()
+	for _, e := range edit {
+		e(&s.cfg)
+	}
 	e, err := nats.StartEmbedded(s.cfg)
 	if err != nil {
 		t.Fatalf("natstest: restart: %v", err)
