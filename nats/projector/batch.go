@@ -123,8 +123,14 @@ func (r *Runner) fetch(wait time.Duration) ([]jetstream.Msg, error) {
 	if err != nil || len(got) == 0 || r.cfg.Batch == 1 {
 		return got, err
 	}
-	more, err := drain(r.cons.FetchNoWait(r.cfg.Batch - 1))
-	return append(got, more...), err
+	// The runner was idle: what comes next is likely a light load's
+	// trickle, which lingering a moment gathers into one batch.
+	more := r.cons.FetchNoWait
+	if r.cfg.Linger > 0 {
+		more = func(n int) (jetstream.MessageBatch, error) { return r.cons.Fetch(n, jetstream.FetchMaxWait(r.cfg.Linger)) }
+	}
+	rest, err := drain(more(r.cfg.Batch - 1))
+	return append(got, rest...), err
 }
 
 func drain(b jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {

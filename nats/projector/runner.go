@@ -23,6 +23,12 @@ import (
 // otherwise.
 const DefaultBatch = 8000
 
+// DefaultLinger is how long an idle runner waits for more events once one
+// comes, unless told otherwise. It adds at most that much to how far the
+// projections trail a lightly loaded log, and took some 30 % off a job's
+// CPU in serpent bench's steady phase (the README has the figures).
+const DefaultLinger = 50 * time.Millisecond
+
 // defaultLeaseTTL is the runners' lease TTL unless told otherwise.
 const defaultLeaseTTL = 10 * time.Second
 
@@ -43,6 +49,13 @@ type Config struct {
 	// them land on the same values, each written once (a job's status
 	// is written once for its claim and outcome instead of twice).
 	Batch int
+	// Linger is how long a runner that found nothing to do, once an event
+	// comes, waits for more before applying what came: default
+	// DefaultLinger, below zero not at all. A lightly loaded engine writes
+	// an event or two at a time; gathered for a moment, the events of
+	// several jobs share one write of their day's ledger and one batch per
+	// bucket. A runner that has events waiting takes them at once.
+	Linger time.Duration
 	// LeaseTTL is how long a silent runner keeps the lease before another
 	// takes over; default 10 s.
 	LeaseTTL time.Duration
@@ -86,6 +99,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Batch <= 0 {
 		c.Batch = DefaultBatch
+	}
+	switch {
+	case c.Linger == 0:
+		c.Linger = DefaultLinger
+	case c.Linger < 0:
+		c.Linger = 0
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = defaultLeaseTTL

@@ -3,6 +3,7 @@ package projector_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,4 +37,22 @@ func TestFewValuesArePlainWrites(t *testing.T) {
 	first, last := w.recs[0].Event.JobID, w.recs[len(w.recs)-1].Event.JobID
 	require.True(t, batched(first), "20 jobs' ledgers in one batch are written as an atomic batch")
 	require.False(t, batched(last), "a lone job's ledgers are plain writes")
+}
+
+// TestIdleRunnerGathersATrickle: events that come one by one to a runner
+// with nothing to do are applied as one batch once it has lingered for
+// them (Batch bounds the wait here: the runner stops lingering once it
+// has a whole batch), and the values are the fold of the log.
+func TestIdleRunnerGathersATrickle(t *testing.T) {
+	w := setup(t)
+	w.more(1, "probe")
+	perJob := len(w.recs)
+	r, _ := w.runner("r1", projector.Config{Batch: 3 * perJob, Linger: time.Minute})
+	w.caughtUp()
+	before := r.Stats().Batches
+
+	w.more(3, "trickle") // one event at a time, each its own append
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
+	require.Equal(t, before+1, r.Stats().Batches, "the trickle is one batch")
 }
