@@ -37,6 +37,7 @@ type benchFlags struct {
 	jobs         int
 	steadyJobs   int
 	steadyRate   float64
+	steadySearch time.Duration
 	workers      int
 	payload      int
 	raw          int
@@ -121,6 +122,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.IntVar(&f.jobs, "jobs", 5000, "jobs in the happy and faults phases")
 	fs.IntVar(&f.steadyJobs, "steady-jobs", 1000, "jobs in the steady phase")
 	fs.Float64Var(&f.steadyRate, "steady-rate", 100, "steady phase: schedule commands a second, published one at a time")
+	fs.DurationVar(&f.steadySearch, "steady-search-time", time.Second, "steady phase: how long the sandbox takes to answer a search (the API allows up to 90 s)")
 	fs.IntVar(&f.workers, "workers", 512, "jobs the engine works on at once (intake and due jobs each)")
 	fs.IntVar(&f.payload, "payload", 512, "bytes of each message in the raw publish phase (events average some 1,200 bytes with their envelope; the fsync, not the size, sets the one-at-a-time rate: 512 and 1,200 measure alike here)")
 	fs.IntVar(&f.raw, "raw", 3000, "messages in each raw publish phase (ten times as many in batches of 1,000)")
@@ -167,7 +169,8 @@ production (fsync on every write, one replica), the phases given with
             split out, and --cpuprofile, which takes the profile, does too
   steady    the same at a steady load, the one most deployments see:
             --steady-jobs commands published one at a time, --steady-rate
-            a second; with how long a job took from its command to its
+            a second, the sandbox taking --steady-search-time to answer
+            each search; with how long a job took from its command to its
             last event in the log (median, p99, max). Group commits are
             small then, so its CPU a job is what a lightly loaded engine
             pays
@@ -239,6 +242,9 @@ Flags:
 	}
 	if !(f.steadyRate > 0) || math.IsInf(f.steadyRate, 1) {
 		return f, nil, fmt.Errorf("%w: --steady-rate %v: commands a second, a number above 0", errUsage, f.steadyRate)
+	}
+	if f.steadySearch < 0 {
+		return f, nil, fmt.Errorf("%w: --steady-search-time %v cannot be negative", errUsage, f.steadySearch)
 	}
 	if f.scaleFresh < 0 || f.replayEvents < 0 {
 		return f, nil, fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", errUsage)
@@ -347,10 +353,13 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 	}
 	if phases["steady"] {
 		b.sb.SetFaults(sandbox.Faults{})
+		b.sb.SetSearchTime(f.steadySearch)
 		r, err := benchEndToEnd(ctx, b.js, "steady", f.steadyJobs, f.steadyRate, b.cpuParts, b.prog)
+		b.sb.SetSearchTime(0)
 		if err != nil {
 			return err
 		}
+		r.SearchSeconds = f.steadySearch.Seconds()
 		rep.Steady = &r
 	}
 	if phases["faults"] {

@@ -38,7 +38,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	err = run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
-		"--steady-jobs", "50", "--steady-rate", "200", "--scale-jobs", "3000", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
+		"--steady-jobs", "50", "--steady-rate", "200", "--steady-search-time", "20ms", "--scale-jobs", "3000", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 
 	var keys map[string]json.RawMessage
@@ -92,6 +92,8 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Positive(t, l.Median)
 	require.GreaterOrEqual(t, l.P99, l.Median)
 	require.GreaterOrEqual(t, l.Max, l.P99)
+	require.Equal(t, 0.02, st.SearchSeconds)
+	require.GreaterOrEqual(t, l.Median, 20.0, "a job waits for its search")
 
 	p := rep.Replay
 	require.NotNil(t, p)
@@ -190,6 +192,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		"a negative rate":      {"--steady-rate", "-5"},
 		"a rate not a number":  {"--steady-rate", "NaN"},
 		"an endless rate":      {"--steady-rate", "+Inf"},
+		"a negative search":    {"--steady-search-time", "-1s"},
 	} {
 		_, _, err := runCmd(t, append([]string{"bench"}, args...)...)
 		require.ErrorIs(t, err, errUsage, name)
@@ -202,7 +205,7 @@ func TestBenchHelpListsPhases(t *testing.T) {
 	for _, p := range benchPhases {
 		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
 	}
-	for _, f := range []string{"-replay-events", "-scale-jobs", "-steady-jobs", "-steady-rate", "-cpuprofile", "-memprofile", "-cpu-parts"} {
+	for _, f := range []string{"-replay-events", "-scale-jobs", "-steady-jobs", "-steady-rate", "-steady-search-time", "-cpuprofile", "-memprofile", "-cpu-parts"} {
 		require.Contains(t, stderr, f)
 	}
 }

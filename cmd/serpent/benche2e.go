@@ -59,6 +59,9 @@ type benchE2E struct {
 	// took from its command's publish to its last event in the log.
 	PacePerSec    float64       `json:"paced_commands_per_sec,omitempty"`
 	LatencyMillis *benchLatency `json:"job_latency_ms,omitempty"`
+	// SearchSeconds is how long the sandbox took to answer a search, when
+	// the phase made it take some time.
+	SearchSeconds float64 `json:"search_seconds,omitempty"`
 }
 
 // benchLatency sums up how long jobs took, in milliseconds.

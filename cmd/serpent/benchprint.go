@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
 )
@@ -49,7 +50,11 @@ func printBench(w io.Writer, r benchReport) error {
 			fmt.Fprintf(tw, "\t\tCPU a job by part, as a profile sampled it: %s\n", cpuPartsText(e.CPUByPart))
 		}
 		if l := e.LatencyMillis; l != nil {
-			fmt.Fprintf(tw, "\t\ta job from its command to its last event: median %.1f ms, p99 %.1f ms, max %.1f ms\n", l.Median, l.P99, l.Max)
+			search := ""
+			if e.SearchSeconds > 0 {
+				search = fmt.Sprintf(" (its search took %v of it)", time.Duration(e.SearchSeconds*float64(time.Second)).Round(time.Millisecond))
+			}
+			fmt.Fprintf(tw, "\t\ta job from its command to its last event: median %.1f ms, p99 %.1f ms, max %.1f ms%s\n", l.Median, l.P99, l.Max, search)
 		}
 	}
 	e2e("end to end, happy path", r.HappyPath, r.Ratios.HappyPathToRawSingle)

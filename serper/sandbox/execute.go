@@ -21,18 +21,18 @@ func (s *Server) startLocked(key, bodySum string, params searchParams) *keyRecor
 	s.stats.Executions++
 	s.stats.Running++
 	s.work.Add(1)
-	go s.execute(rec, params)
-	return rec
-}
-
-// execute runs the search for its time, then settles it: reply, billing,
-// cache. It is detached from the request that started it.
-func (s *Server) execute(rec *keyRecord, params searchParams) {
-	defer s.work.Done()
 	d := s.cfg.SearchTime
 	if rec.plan.slow {
 		d = s.cfg.SlowSearchTime
 	}
+	go s.execute(rec, params, d)
+	return rec
+}
+
+// execute runs the search for d, then settles it: reply, billing, cache.
+// It is detached from the request that started it.
+func (s *Server) execute(rec *keyRecord, params searchParams, d time.Duration) {
+	defer s.work.Done()
 	if d > 0 {
 		t := time.NewTimer(d)
 		select {

@@ -73,6 +73,14 @@ func (s *Server) SetFaults(f Faults) {
 	s.mu.Unlock()
 }
 
+// SetSearchTime changes how long the searches that start from now on run
+// (Config.SearchTime); those running keep theirs.
+func (s *Server) SetSearchTime(d time.Duration) {
+	s.mu.Lock()
+	s.cfg.SearchTime = max(d, 0)
+	s.mu.Unlock()
+}
+
 // Start serves s on addr ("127.0.0.1:0" picks a free port) and returns its
 // base URL, such as http://127.0.0.1:41234.
 func (s *Server) Start(addr string) (string, error) {
