@@ -104,5 +104,6 @@
 // started the execution (and BillingLate the time of its charge); none of
 // them ever causes a second execution of a known key.
 // SetFaults changes the probabilities of a running server, which lets a test
-// walk one key through several faults in turn.
+// walk one key through several faults in turn; SetSearchTime changes how
+// long the searches that start from then on run.
 package sandbox
