@@ -165,10 +165,19 @@ func (s *EventStore) commitPipelined(ctx context.Context, appends []store.Append
 }
 
 // awaitAck waits for the answer to an asynchronous publish of msg (or
-// takes the error that kept it from leaving) until ctx ends.
+// takes the error that kept it from leaving) until ctx ends. An answer
+// already there is taken even if ctx has ended meanwhile (an earlier
+// append of the group took long to settle).
 func awaitAck(ctx context.Context, msg *natsgo.Msg, fut jetstream.PubAckFuture, err error) answer {
 	if err != nil {
 		return acked(msg, nil, err)
+	}
+	select {
+	case ack := <-fut.Ok():
+		return acked(msg, ack, nil)
+	case err := <-fut.Err():
+		return acked(msg, nil, err)
+	default:
 	}
 	select {
 	case ack := <-fut.Ok():

@@ -127,7 +127,9 @@ func (r *Runner) fetch(wait time.Duration) ([]jetstream.Msg, error) {
 	// trickle, which lingering a moment gathers into one batch.
 	more := r.cons.FetchNoWait
 	if r.cfg.Linger > 0 {
-		more = func(n int) (jetstream.MessageBatch, error) { return r.cons.Fetch(n, jetstream.FetchMaxWait(r.cfg.Linger)) }
+		more = func(n int) (jetstream.MessageBatch, error) {
+			return r.cons.Fetch(n, jetstream.FetchMaxWait(r.cfg.Linger))
+		}
 	}
 	rest, err := drain(more(r.cfg.Batch - 1))
 	return append(got, rest...), err
