@@ -1,16 +1,12 @@
 package nats_test
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // BenchmarkAppendManySizes group-commits one event for each of n jobs, for
@@ -19,18 +15,8 @@ func BenchmarkAppendManySizes(b *testing.B) {
 	for _, jobs := range []int{50, 300, 900} {
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
 			es := benchStore(b)
-			ctx := context.Background()
 			for b.Loop() {
-				appends := make([]store.Append, jobs)
-				for i := range appends {
-					job := storetest.NewJobID()
-					appends[i] = store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)}
-				}
-				for _, r := range es.AppendMany(ctx, appends) {
-					if r.Err != nil {
-						b.Fatal(r.Err)
-					}
-				}
+				commitNewJobs(b, es, jobs)
 			}
 			b.ReportMetric(float64(jobs*b.N)/b.Elapsed().Seconds(), "events/s")
 		})
@@ -48,27 +34,10 @@ func BenchmarkSmallGroupCommit(b *testing.B) {
 			max  int
 		}{{"plain", 16}, {"atomic", -1}} {
 			b.Run(fmt.Sprintf("jobs=%d/%s", n, mode.name), func(b *testing.B) {
-				srv := natstest.RunServer(b)
-				ctx := context.Background()
-				if _, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{PipelineMax: mode.max})
-				if err != nil {
-					b.Fatal(err)
-				}
+				es := benchStoreWith(b, nats.EventStoreOptions{PipelineMax: mode.max})
 				cpu := processCPU()
 				for b.Loop() {
-					appends := make([]store.Append, n)
-					for i := range appends {
-						job := storetest.NewJobID()
-						appends[i] = store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)}
-					}
-					for _, r := range es.AppendMany(ctx, appends) {
-						if r.Err != nil {
-							b.Fatal(r.Err)
-						}
-					}
+					commitNewJobs(b, es, n)
 				}
 				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 			})

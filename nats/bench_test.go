@@ -16,17 +16,37 @@ import (
 // docs/store.md has the figures and how to reproduce them.
 
 func benchStore(b *testing.B) *nats.EventStore {
+	return benchStoreWith(b, nats.EventStoreOptions{})
+}
+
+// benchStoreWith starts a server with SERP_EVENTS and returns an event
+// store on it with opts.
+func benchStoreWith(b *testing.B, opts nats.EventStoreOptions) *nats.EventStore {
 	b.Helper()
 	srv := natstest.RunServer(b)
 	ctx := context.Background()
 	if _, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
+	es, err := nats.NewEventStore(ctx, srv.JS, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return es
+}
+
+// commitNewJobs group-commits the first event of jobs new jobs.
+func commitNewJobs(b *testing.B, es *nats.EventStore, jobs int) {
+	appends := make([]store.Append, jobs)
+	for i := range appends {
+		job := storetest.NewJobID()
+		appends[i] = store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)}
+	}
+	for _, r := range es.AppendMany(context.Background(), appends) {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
 }
 
 // BenchmarkAppend appends to a new job: one event (a plain publish) or
@@ -52,18 +72,8 @@ func BenchmarkAppend(b *testing.B) {
 func BenchmarkAppendMany(b *testing.B) {
 	const jobs = 100
 	es := benchStore(b)
-	ctx := context.Background()
 	for b.Loop() {
-		appends := make([]store.Append, jobs)
-		for i := range appends {
-			job := storetest.NewJobID()
-			appends[i] = store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)}
-		}
-		for _, r := range es.AppendMany(ctx, appends) {
-			if r.Err != nil {
-				b.Fatal(r.Err)
-			}
-		}
+		commitNewJobs(b, es, jobs)
 	}
 	b.ReportMetric(float64(jobs*b.N)/b.Elapsed().Seconds(), "events/s")
 }

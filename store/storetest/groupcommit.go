@@ -60,46 +60,23 @@ func testGroupCommit(t *testing.T, s Store) {
 // testGroupCommitConflicts checks that one refused append does not fail
 // the others of its batch.
 func testGroupCommitConflicts(t *testing.T, s Store) {
-	ctx := context.Background()
-	const jobs = 6
-	heads := make([][]events.Event, jobs)
-	versions := make([]uint64, jobs)
-	appends := make([]store.Append, jobs)
-	for i := range appends {
-		job := NewJobID()
-		heads[i] = NewEvents(job, 1, 1)
-		v, err := s.Append(ctx, job, 0, heads[i]...)
-		require.NoError(t, err)
-		versions[i] = v
-		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, 2)}
-	}
-	appends[2].Expected = 0                  // stale
-	appends[4].Events[1].ID = heads[4][0].ID // duplicate
-	res := s.AppendMany(ctx, appends)
-	require.Len(t, res, jobs)
-	for i, r := range res {
-		a := appends[i]
-		switch i {
-		case 2:
-			require.ErrorIs(t, r.Err, store.ErrConcurrency)
-			requireJob(t, s, a.JobID, heads[i], versions[i])
-		case 4:
-			require.ErrorIs(t, r.Err, store.ErrDuplicate)
-			requireJob(t, s, a.JobID, heads[i], versions[i])
-		default:
-			require.NoError(t, r.Err, "append %d", i)
-			requireJob(t, s, a.JobID, concat(heads[i], a.Events), r.Version)
-		}
-	}
+	staleAndDuplicate(t, s, 6, 2, 2, 4)
 }
 
 // testGroupCommitSingles is a small group of one-event appends (which a
 // JetStream store publishes as plain messages, in flight together): a
-// stale one and a duplicate one fail alone, and the same group again
-// gets the same answers and writes nothing.
+// stale one and a duplicate one fail alone.
 func testGroupCommitSingles(t *testing.T, s Store) {
+	staleAndDuplicate(t, s, 5, 1, 1, 3)
+}
+
+// staleAndDuplicate gives jobs jobs one event each, then appends n more
+// to each of them in one group commit, the append at stale with a stale
+// version and the one at dup with its last event carrying the id of its
+// job's first: those two fail alone, the others land, and the same group
+// again gets the same answers and writes nothing.
+func staleAndDuplicate(t *testing.T, s Store, jobs, n, stale, dup int) {
 	ctx := context.Background()
-	const jobs = 5
 	heads := make([][]events.Event, jobs)
 	versions := make([]uint64, jobs)
 	appends := make([]store.Append, jobs)
@@ -109,20 +86,20 @@ func testGroupCommitSingles(t *testing.T, s Store) {
 		v, err := s.Append(ctx, job, 0, heads[i]...)
 		require.NoError(t, err)
 		versions[i] = v
-		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, 1)}
+		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, n)}
 	}
-	appends[1].Expected = 0                  // stale
-	appends[3].Events[0].ID = heads[3][0].ID // duplicate
+	appends[stale].Expected = 0
+	appends[dup].Events[n-1].ID = heads[dup][0].ID
 	check := func(res []store.Result) {
 		t.Helper()
 		require.Len(t, res, jobs)
 		for i, r := range res {
 			a := appends[i]
 			switch i {
-			case 1:
+			case stale:
 				require.ErrorIs(t, r.Err, store.ErrConcurrency)
 				requireJob(t, s, a.JobID, heads[i], versions[i])
-			case 3:
+			case dup:
 				require.ErrorIs(t, r.Err, store.ErrDuplicate)
 				requireJob(t, s, a.JobID, heads[i], versions[i])
 			default:
