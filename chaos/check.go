@@ -104,16 +104,18 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	err = readAll(ctx, r.js, snats.EventStream, snats.EventSubjectPrefix+">", func(m jetstream.Msg) error {
 		job := strings.TrimPrefix(m.Subject(), snats.EventSubjectPrefix)
 		r.holdsToken("an event of job "+job, m)
-		ev, err := events.Decode(m.Data())
+		evs, err := events.DecodeAll(m.Data())
 		if err != nil {
 			rep.violation("job %s: unreadable event: %v", job, err)
 			return nil
 		}
-		w.Histories[job] = append(w.Histories[job], ev)
+		w.Histories[job] = append(w.Histories[job], evs...)
 		if meta, err := m.Metadata(); err == nil {
-			w.Log = append(w.Log, projections.Record{Seq: meta.Sequence.Stream, Event: ev})
+			for _, ev := range evs {
+				w.Log = append(w.Log, projections.Record{Seq: meta.Sequence.Stream, Event: ev})
+			}
 		}
-		rep.Events++
+		rep.Events += len(evs)
 		return nil
 	})
 	if err != nil {

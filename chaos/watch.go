@@ -65,7 +65,7 @@ func (w *watch) follow(ctx context.Context) error {
 			return err
 		}
 		job := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
-		ev, derr := events.Decode(msg.Data())
+		ev, derr := events.DecodeLast(msg.Data())
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.seq = meta.Sequence.Stream

@@ -7,6 +7,9 @@
 // written into the encoded JSON, so the log never depends on Go type names
 // and an auditor can read it without this code.
 //
+// A message of the log holds one event, or the events of one append as a
+// JSON array (a group: Group, Split, DecodeAll); readers take both.
+//
 // Decoding is strict. An unknown type, a schema version newer than this code
 // knows, unknown fields or malformed data are errors (*DecodeError) that name
 // the type, the version and the job. Older versions are brought up to date by

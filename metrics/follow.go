@@ -16,7 +16,8 @@ import (
 	"github.com/serpent-engine/serpent/store"
 )
 
-// Follow feeds t from SERP_EVENTS, from the event after t.Seq(), until ctx
+// Follow feeds t from SERP_EVENTS, from the message at t.Seq() (what of
+// it was counted is skipped), until ctx
 // ends. It reads with an ordered consumer (ephemeral, recreated by the
 // client after a disconnect or a missed heartbeat, resuming where it
 // stopped), so it needs only read access to the stream; a stream that is
@@ -91,7 +92,10 @@ func (f *follower) noteEnd(ctx context.Context) bool {
 // read feeds the tally until the consumer fails, a job's history cannot
 // be loaded, or ctx ends.
 func (f *follower) read(ctx context.Context) error {
-	return snats.TailEvents(ctx, f.js, f.t.Seq(), func(m jetstream.Msg) error { return f.apply(ctx, m) })
+	// From the last message counted, not the one after: a group of
+	// events may have been counted in part when a history failed to load.
+	// What was counted of it is skipped.
+	return snats.TailEvents(ctx, f.js, max(f.t.Seq(), 1)-1, func(m jetstream.Msg) error { return f.apply(ctx, m) })
 }
 
 // apply decodes one message of the log into the tally. A message that is
@@ -118,20 +122,22 @@ func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 
 // count adds the message at stream sequence seq to the tally.
 func (f *follower) count(ctx context.Context, seq uint64, m jetstream.Msg) error {
-	r, err := projector.DecodeEvent(snats.EventSubjectPrefix, projector.Message{
+	recs, err := projector.DecodeEvents(snats.EventSubjectPrefix, projector.Message{
 		Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, true)
 	if err != nil {
 		f.t.Undecodable(seq)
 		return nil
 	}
-	if f.t.Apply(r) {
-		return nil
+	for _, r := range recs {
+		if f.t.Apply(r) {
+			continue
+		}
+		history, err := f.history(ctx, r)
+		if err != nil {
+			return err
+		}
+		f.t.ApplyWithHistory(r, history)
 	}
-	history, err := f.history(ctx, r)
-	if err != nil {
-		return err
-	}
-	f.t.ApplyWithHistory(r, history)
 	return nil
 }
 

@@ -27,7 +27,10 @@ import (
 // go. It returns the job's id, how many events it had when it finished
 // (the job is the log's only one: they are at sequences 1 to finished)
 // and the log's last sequence.
-func chargedThenBoughtAgain(t *testing.T, ctx context.Context, srv *natstest.Server) (jobID string, finished int, last uint64) {
+//
+// The events up to the charge are a message each; the re-purchase's are
+// one message, a group, when grouped, and a message each otherwise.
+func chargedThenBoughtAgain(t *testing.T, ctx context.Context, srv *natstest.Server, grouped bool) (jobID string, finished int, last uint64) {
 	t.Helper()
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
@@ -42,10 +45,22 @@ func chargedThenBoughtAgain(t *testing.T, ctx context.Context, srv *natstest.Ser
 	done := len(j.Log)
 	j.Now = j.Now.Add(time.Hour)
 	j.Do(aggregate.AuthorizeRepurchase{By: "ops", Reason: "customer needs it"})
-	_, err = st.Append(ctx, j.S.JobID, 0, j.Log...)
-	require.NoError(t, err)
+	for i, e := range j.Log[:done] { // one message each: event i at sequence i+1
+		last, err = st.Append(ctx, j.S.JobID, uint64(i), e)
+		require.NoError(t, err)
+	}
+	if grouped {
+		require.Greater(t, len(j.Log)-done, 1, "the re-purchase is a group")
+		last, err = st.Append(ctx, j.S.JobID, last, j.Log[done:]...)
+		require.NoError(t, err)
+	} else {
+		for _, e := range j.Log[done:] {
+			last, err = st.Append(ctx, j.S.JobID, last, e)
+			require.NoError(t, err)
+		}
+	}
 	require.Equal(t, aggregate.StatusChargedNoResult, aggregate.Fold(j.Log[:done]).Status)
-	return j.S.JobID, done, uint64(len(j.Log))
+	return j.S.JobID, done, last
 }
 
 // followWith runs f until the test ends.
@@ -135,9 +150,15 @@ func (s *syncBuffer) Bytes() []byte {
 // serpent_jobs{state="reconciling"} to -1 and left the job counted as
 // charged_no_result for good.
 func TestFollowRetriesAShortHistory(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("grouped=%v", grouped), func(t *testing.T) { followRetriesAShortHistory(t, grouped) })
+	}
+}
+
+func followRetriesAShortHistory(t *testing.T, grouped bool) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
-	_, finished, last := chargedThenBoughtAgain(t, ctx, srv)
+	_, finished, last := chargedThenBoughtAgain(t, ctx, srv, grouped)
 	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
 	require.NoError(t, err)
 
@@ -177,7 +198,7 @@ func TestFollowRetriesAShortHistory(t *testing.T) {
 func TestFollowPassesAJobWhoseLogLacksEvents(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
-	jobID, _, last := chargedThenBoughtAgain(t, ctx, srv)
+	jobID, _, last := chargedThenBoughtAgain(t, ctx, srv, false)
 	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
 	require.NoError(t, err)
 

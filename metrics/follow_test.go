@@ -47,8 +47,7 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 		}
 		v, err := st.Append(ctx, j.S.JobID, version, j.Log[from:]...)
 		require.NoError(t, err)
-		seq += uint64(len(j.Log) - from)
-		version, done = v, len(j.Log)
+		seq, version, done = v, v, len(j.Log)
 	}
 	for i := range 5 {
 		j := projectionstest.NewJob(t, ids, fmt.Sprintf("kettle %d", i), projectionstest.T0)
@@ -97,7 +96,7 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 }
 
 // TestFollowCountsMisplacedEventsAsUndecodable: Follow reads the log as
-// the projector, the audit and the store do (projector.DecodeEvent): an
+// the projector, the audit and the store do (projector.DecodeEvents): an
 // event stored on another job's subject, or under another message id or
 // type header, is not an event of the log but a corrupt message
 // (serpent_undecodable_events_total, what its alert is there to catch).
@@ -113,7 +112,7 @@ func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
 	b := projectionstest.NewJob(t, ids, "kettle", projectionstest.T0)
 	b.Send()
 	b.Reply(aggregate.Outcome{Status: 200, RequestID: "req_b", Result: projectionstest.Result("req_b", 1), Pages: 1})
-	_, err = st.Append(ctx, b.S.JobID, 0, b.Log...)
+	v, err := st.Append(ctx, b.S.JobID, 0, b.Log...)
 	require.NoError(t, err)
 
 	// Copies of b's ObservationStored, each under an id of its own.
@@ -131,7 +130,7 @@ func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
 	publish(snats.EventSubjectPrefix+"fedcba9876543210fedcba9876543210", nil)            // another job's subject
 	publish(snats.EventSubjectPrefix+b.S.JobID, natsgo.Header{"Nats-Msg-Id": {"evt_x"}}) // another message id
 	publish(snats.EventSubjectPrefix+b.S.JobID, natsgo.Header{events.HeaderType: {"Sent"}})
-	last := uint64(len(b.Log) + 3)
+	last := v + 3
 
 	tally := metrics.NewTally().ForgetFinished()
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -15,8 +16,11 @@ import (
 // remembers, for the status page.
 const RecentJobs = 20
 
-// Tally folds the event log into running totals. Records at or below the
-// last sequence applied are skipped, so feeding one twice changes nothing.
+// Tally folds the event log into running totals. Records the tally is
+// past are skipped, so feeding one twice changes nothing: those below the
+// last sequence applied, and at it those up to the last version applied
+// (the records of one message, a group written together, share its
+// sequence).
 // It is safe for concurrent use; records come from one goroutine, in
 // stream order.
 //
@@ -37,6 +41,9 @@ const RecentJobs = 20
 type Tally struct {
 	mu  sync.Mutex
 	seq uint64
+	// ver is the version of the last event applied at seq; the highest
+	// there is once a message is counted undecodable.
+	ver uint64
 	// jobs holds the jobs whose id is hex and whose counts fit a
 	// packedJob; wide holds every other job (see remember).
 	jobs map[hexID]packedJob
@@ -267,10 +274,10 @@ func (t *Tally) CatchUpTo(last uint64) {
 	t.caughtUp = t.seq >= t.end
 }
 
-// advance moves t's sequence to seq, and notes when it reaches the end
-// CatchUpTo set.
-func (t *Tally) advance(seq uint64) {
-	t.seq = seq
+// advance moves t's place to the event of version ver at seq, and notes
+// when it reaches the end CatchUpTo set.
+func (t *Tally) advance(seq, ver uint64) {
+	t.seq, t.ver = seq, ver
 	if !t.caughtUp && t.end > 0 && seq >= t.end {
 		t.caughtUp = true
 	}
@@ -296,7 +303,7 @@ func (t *Tally) Apply(r projections.Record) bool {
 // apply adds r, unless its job was let go and there is no history to find
 // where it stood; with one, a job t does not hold starts from there.
 func (t *Tally) apply(r projections.Record, history []events.Event, withHistory bool) bool {
-	if r.Seq <= t.seq {
+	if r.Seq < t.seq || r.Seq == t.seq && r.Event.Version <= t.ver {
 		return true
 	}
 	e := r.Event
@@ -310,7 +317,7 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 		// (or as nothing), never in the reconciling queue.
 		j = replayJob(history, e.Version)
 	}
-	t.advance(r.Seq)
+	t.advance(r.Seq, e.Version)
 	wasDoubled := j.doubled()
 	t.c.Events[e.Type()]++
 	switch d := e.Data.(type) {
@@ -437,7 +444,7 @@ func (t *Tally) Undecodable(seq uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if seq > t.seq {
-		t.advance(seq)
+		t.advance(seq, math.MaxUint64)
 		t.c.Undecodable++
 	}
 }

@@ -163,3 +163,46 @@ func TestTallyCatchesUpToTheLogsEnd(t *testing.T) {
 	sooner.CatchUpTo(recs[1].Seq)
 	require.True(t, sooner.Counts().CaughtUp, "the end found sooner")
 }
+
+// TestTallyCountsGroups: the events of an append written as one message
+// share its sequence; the tally counts each of them once, as it does
+// events at sequences of their own, and skips them when fed again.
+func TestTallyCountsGroups(t *testing.T) {
+	jobs, single := sampleRecords(t)
+	var grouped []projections.Record
+	for i, j := range jobs { // each job one message, and the sample's sixth in two
+		for k, e := range j {
+			seq := uint64(2*i + 1)
+			if k >= 3 {
+				seq++
+			}
+			grouped = append(grouped, projections.Record{Seq: seq, Event: e})
+		}
+	}
+	byJob := map[string][]events.Event{}
+	for _, j := range jobs {
+		byJob[j[0].JobID] = j
+	}
+	apply := func(tally *metrics.Tally, r projections.Record) {
+		if !tally.Apply(r) { // a finished job let go: its history is read
+			tally.ApplyWithHistory(r, byJob[r.Event.JobID][:r.Event.Version-1])
+		}
+	}
+	for _, forget := range []bool{false, true} {
+		want, got := metrics.NewTally(), metrics.NewTally()
+		if forget {
+			want, got = want.ForgetFinished(), got.ForgetFinished()
+		}
+		for _, r := range single {
+			apply(want, r)
+		}
+		for range 2 {
+			for _, r := range grouped {
+				apply(got, r)
+			}
+		}
+		w, g := want.Counts(), got.Counts()
+		w.Seq, g.Seq = 0, 0
+		require.Equal(t, w, g, "forget finished jobs: %v", forget)
+	}
+}

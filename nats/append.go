@@ -33,6 +33,9 @@ func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event) 
 	if err != nil {
 		return nil, err
 	}
+	if !s.opts.EventPerMessage {
+		msgs = store.Pack(msgs, s.MaxMessageSize())
+	}
 	if err := store.CheckSize(jobID, msgs, s.MaxMessageSize()); err != nil {
 		return nil, err
 	}

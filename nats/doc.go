@@ -3,22 +3,26 @@
 //
 // # Event store
 //
-// Every event of a job is a message on the job's own subject,
-// serp.events.<job_id>, in the stream SERP_EVENTS (see EnsureEventStream).
-// A job's version is the stream sequence of its last event, 0 for a job
-// without events. EventStore implements the event store the engine uses;
+// Every event of a job is on the job's own subject, serp.events.<job_id>,
+// in the stream SERP_EVENTS (see EnsureEventStream): a message holds one
+// event, or the events of one append (a group, events.Group). A job's
+// version is the stream sequence of its last message, 0 for a job without
+// events. EventStore implements the event store the engine uses;
 // the conformance suite in store/storetest pins its rules down and the
 // in-memory fake in store/memstore follows them exactly.
 //
 // Append(ctx, job, expected, events...) writes:
 //
-//   - one event as a plain JetStream publish with the headers Nats-Msg-Id
-//     (the event id), Nats-Expected-Last-Subject-Sequence (expected),
-//     Serpent-Event-Type and Serpent-Event-Schema;
-//   - several events as one JetStream atomic batch (all or none, at
-//     consecutive sequences), with the expected sequence on the first
-//     message (the server refuses it on later messages of the same
-//     subject) and a Nats-Msg-Id on every one.
+//   - its events as one message, a plain JetStream publish with the
+//     headers Nats-Msg-Id (the first event's id),
+//     Nats-Expected-Last-Subject-Sequence (expected), Serpent-Event-Type
+//     and Serpent-Event-Schema (a group's types and schemas joined by
+//     commas), when that message fits (store.Pack);
+//   - several events too large for one message, or any several with
+//     EventStoreOptions.EventPerMessage, as one JetStream atomic batch of
+//     a message per event (all or none, at consecutive sequences), with
+//     the expected sequence on the first message (the server refuses it on
+//     later messages of the same subject) and a Nats-Msg-Id on every one.
 //
 // Before anything is sent the append is checked: every event belongs to the
 // job, encodes, has an id not used twice in the append and a version one
@@ -30,7 +34,8 @@
 // The server's answers are mapped as follows. An answer that does not
 // settle the outcome is never taken at its word: the store re-reads the
 // job from the stream leader and finds out whether its own events are the
-// ones right after the expected version.
+// ones right after the expected version, in whichever form they were
+// written (store.Match).
 //
 //   - acknowledged: done, the version is the acknowledged sequence;
 //   - "wrong last sequence" (10071): if the events after expected are ours,

@@ -64,10 +64,10 @@ func Example() {
 	fmt.Println("version", v)
 	// Output:
 	// version 1 <nil>
-	// version 3 <nil>
+	// version 2 <nil>
 	// true
 	// 1 AttemptCreated
 	// 2 Sent
 	// 3 JobFailed
-	// version 3
+	// version 2
 }

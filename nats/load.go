@@ -42,11 +42,11 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 			if m.Subject != subj {
 				return nil, 0, &store.CorruptError{JobID: jobID, Seq: m.Sequence, Err: fmt.Errorf("direct get returned subject %s", m.Subject)}
 			}
-			e, err := store.DecodeMessage(jobID, m.Sequence, m.Header, m.Data)
+			got, err := store.DecodeMessage(jobID, m.Sequence, m.Header, m.Data)
 			if err != nil {
 				return nil, 0, err
 			}
-			evs = append(evs, e)
+			evs = append(evs, got...)
 			version = m.Sequence
 			n++
 			pending = -1

@@ -22,17 +22,20 @@ const (
 
 // resolve finds out whether an append happened by reading the job's
 // messages after expected from the stream leader (direct gets may be
-// served by a replica that is behind). It returns the sequence of our last
-// event when it landed.
+// served by a replica that is behind): it landed when the events right
+// after expected are its events, whatever form they were written in
+// (store.Match; part of a group is not the whole). It returns the
+// sequence of the message holding our last event when it landed.
 func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64, msgs []store.Message) (uint64, landing, error) {
 	subj := s.subject(jobID)
-	seq := expected
-	for i, m := range msgs {
+	want := store.IDs(msgs)
+	var found [][]string
+	for seq := expected; ; {
 		got, err := s.leaderGet(ctx, msgGetRequest{Seq: seq + 1, NextFor: subj})
 		if err != nil {
 			return 0, unchanged, err
 		}
-		if got == nil && i == 0 {
+		if got == nil && len(found) == 0 {
 			last, err := s.leaderGet(ctx, msgGetRequest{LastFor: subj})
 			if err != nil {
 				return 0, unchanged, err
@@ -42,18 +45,34 @@ func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64,
 			}
 			return 0, moved, nil
 		}
-		if got != nil && got.Header.Get(store.HeaderMsgID) == m.ID {
-			seq = got.Sequence
-			continue
+		if got == nil {
+			// Batches are all or none; a part of ours can only be a
+			// read racing the write. Look again later.
+			return 0, unchanged, fmt.Errorf("only %d of the %d events appended to job %s are readable yet", countIDs(found), len(want), jobID)
 		}
-		if i == 0 {
+		ids, err := store.StoredIDs(got.Header, got.Data)
+		if err != nil {
+			return 0, moved, nil // not ours: ours decode
+		}
+		found, seq = append(found, ids), got.Sequence
+		switch store.Match(want, found) {
+		case store.Landed:
+			return seq, landed, nil
+		case store.Other:
+			if len(found) > 1 {
+				return 0, unchanged, fmt.Errorf("the events after version %d of job %s hold part of an append of %d events and then others", expected, jobID, len(want))
+			}
 			return 0, moved, nil
 		}
-		// Batches are all or none; a part of ours can only be a read
-		// racing the write. Look again later.
-		return 0, unchanged, fmt.Errorf("only %d of the %d events appended to job %s are readable yet", i, len(msgs), jobID)
 	}
-	return seq, landed, nil
+}
+
+func countIDs(found [][]string) int {
+	n := 0
+	for _, ids := range found {
+		n += len(ids)
+	}
+	return n
 }
 
 type msgGetRequest struct {

@@ -34,6 +34,15 @@ func DecodeLight(b []byte) (events.Event, error) {
 	return e, err
 }
 
+// DecodeAll reads the events of one message of the log, one or a group
+// (events.DecodeAll), with Decode, or DecodeLight when light.
+func DecodeAll(b []byte, light bool) ([]events.Event, error) {
+	if light {
+		return events.DecodeAllWith(b, DecodeLight)
+	}
+	return events.DecodeAllWith(b, Decode)
+}
+
 func fastDecode(b []byte, light bool) (events.Event, bool) {
 	s := &scan{Cursor: jsonraw.Cursor{B: b}, light: light}
 	var (

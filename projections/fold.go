@@ -9,7 +9,9 @@ import (
 )
 
 // Record is an event at its place in the log: Seq is the stream sequence
-// of the message that holds it in SERP_EVENTS.
+// of the message that holds it in SERP_EVENTS, which the other events of
+// a group written as one message share (log order is Seq, then the
+// event's Version).
 type Record struct {
 	Seq   uint64
 	Event events.Event
@@ -85,8 +87,12 @@ func (p Projection) Fold(t Target, current []byte, recs []Record) (next []byte, 
 			return nil, false, fmt.Errorf("projections: value of %s is unreadable: %w", t, err)
 		}
 	}
+	// A value's seq is that of the last message applied to it, whole:
+	// the events of a group share their message's sequence and come in
+	// one batch, so they are skipped or applied together.
+	past := v.lastSeq()
 	for _, r := range recs {
-		if r.Seq <= v.lastSeq() {
+		if r.Seq <= past {
 			continue
 		}
 		v.apply(r)

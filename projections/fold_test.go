@@ -249,3 +249,57 @@ func unbornValuesDoNotExistBefore(t *testing.T, s *foldSetup) {
 	}
 	require.Positive(t, named)
 }
+
+// groupedLog lays jobs out as the store writes them: each job's events in
+// appends of up to three, an append of several events one message whose
+// records share its sequence, the jobs' appends taken in turn. It also
+// returns the same records each at a sequence of its own.
+func groupedLog(jobs [][]events.Event) (grouped, single []projections.Record) {
+	var seq uint64
+	for round := 0; ; round++ {
+		more := false
+		for _, j := range jobs {
+			from := round * 3
+			if from >= len(j) {
+				continue
+			}
+			more = true
+			seq++
+			for _, e := range j[from:min(from+3, len(j))] {
+				grouped = append(grouped, projections.Record{Seq: seq, Event: e})
+				single = append(single, projections.Record{Seq: uint64(len(single) + 1), Event: e})
+			}
+		}
+		if !more {
+			return grouped, single
+		}
+	}
+}
+
+// TestGroupsFoldAsTheirEvents: the events of a group share a sequence and
+// are all applied, as they would be at sequences of their own; folding the
+// group again changes nothing.
+func TestGroupsFoldAsTheirEvents(t *testing.T) {
+	eachLog(t, func(t *testing.T, s *foldSetup) {
+		grouped, single := groupedLog(s.jobs)
+		require.Less(t, grouped[len(grouped)-1].Seq, single[len(single)-1].Seq, "some events share a message")
+		got, err := s.p.Build(grouped)
+		require.NoError(t, err)
+		want, err := s.p.Build(single)
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		withoutSeq := func(b []byte) map[string]any {
+			m := decodeAs[map[string]any](t, b)
+			delete(m, "seq")
+			return m
+		}
+		targets, byTarget := projections.Group(grouped)
+		for _, target := range targets {
+			require.Equal(t, withoutSeq(want[target]), withoutSeq(got[target]), "%s", target)
+			next, changed, err := s.p.Fold(target, got[target], byTarget[target])
+			require.NoError(t, err)
+			require.False(t, changed, "%s: its groups were applied", target)
+			require.Equal(t, got[target], next)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/serpent-engine/serpent/events"
 )
@@ -21,8 +22,9 @@ const (
 // headers stored with it. Both stores build messages with EncodeAppend and
 // size them with Size, so they refuse exactly the same appends.
 type Message struct {
-	Type   string // event type, for error messages
-	ID     string // event id
+	Type   string   // event type (a group's types joined by commas)
+	ID     string   // message id: the (first) event's id
+	IDs    []string // the ids of the events it holds, in order
 	Header map[string][]string
 	Data   []byte
 }
@@ -67,12 +69,45 @@ func EncodeAppend(jobID string, expected uint64, evs []events.Event) ([]Message,
 		if i == 0 {
 			h[HeaderExpectedSeq] = []string{strconv.FormatUint(expected, 10)}
 		}
-		msgs = append(msgs, Message{Type: e.Type(), ID: e.ID, Header: h, Data: data})
+		msgs = append(msgs, Message{Type: e.Type(), ID: e.ID, IDs: []string{e.ID}, Header: h, Data: data})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return msgs, nil
+}
+
+// Pack returns the messages an append is written as, given the messages
+// EncodeAppend built for it: one message holding all its events
+// (events.Group; its message id the first event's, its type header the
+// events' types joined by commas, the expected version its own) when that
+// message fits in limit, msgs unchanged otherwise, to go as an atomic
+// batch. One message is all or none by itself, and on a single server it
+// costs a plain publish where a batch is first staged on disk.
+func Pack(msgs []Message, limit int) []Message {
+	if len(msgs) < 2 {
+		return msgs
+	}
+	bodies := make([][]byte, len(msgs))
+	types := make([]string, len(msgs))
+	schemas := make([]string, len(msgs))
+	var ids []string
+	for i, m := range msgs {
+		bodies[i], types[i], schemas[i] = m.Data, m.Type, first(m.Header, events.HeaderSchema)
+		ids = append(ids, m.IDs...)
+	}
+	typ := strings.Join(types, ",")
+	h := map[string][]string{
+		HeaderMsgID:         {msgs[0].ID},
+		events.HeaderType:   {typ},
+		events.HeaderSchema: {strings.Join(schemas, ",")},
+		HeaderExpectedSeq:   msgs[0].Header[HeaderExpectedSeq],
+	}
+	packed := Message{Type: typ, ID: msgs[0].ID, IDs: ids, Header: h, Data: events.Group(bodies)}
+	if packed.Size() > limit {
+		return msgs
+	}
+	return []Message{packed}
 }
 
 // Size is what the message counts against the log's limit: its data plus
@@ -129,4 +164,68 @@ func CheckSize(jobID string, msgs []Message, limit int) error {
 		}
 	}
 	return nil
+}
+
+// IDs lists the event ids of an append's messages, in order.
+func IDs(msgs []Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.IDs...)
+	}
+	return out
+}
+
+// StoredIDs lists the ids of the events a stored message holds: its
+// message id when it holds one event, the decoded ids of a group.
+func StoredIDs(header map[string][]string, data []byte) ([]string, error) {
+	if id := first(header, HeaderMsgID); id != "" && !strings.Contains(first(header, events.HeaderType), ",") {
+		return []string{id}, nil
+	}
+	evs, err := events.DecodeAll(data)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	return ids, nil
+}
+
+// Landing is how the messages found after an append's expected version
+// compare with the append.
+type Landing int
+
+const (
+	// Short: the messages found so far hold the append's first events
+	// and no others; more must be read to tell.
+	Short Landing = iota
+	// Landed: they hold exactly the append's events, ending with a
+	// message.
+	Landed
+	// Other: they hold other events, or the append's events end inside
+	// a message (part of a group is not the whole).
+	Other
+)
+
+// Match compares the event ids of the messages found right after an
+// append's expected version (found, each message's ids, in order) with
+// the append's (want). An append is found whichever form it was written
+// in: one message, or a message per event.
+func Match(want []string, found [][]string) Landing {
+	for _, ids := range found {
+		if len(ids) == 0 || len(ids) > len(want) {
+			return Other // every message holds an event
+		}
+		for i, id := range ids {
+			if want[i] != id {
+				return Other
+			}
+		}
+		want = want[len(ids):]
+		if len(want) == 0 {
+			return Landed
+		}
+	}
+	return Short
 }

@@ -34,10 +34,33 @@ func TestEncodeAppend(t *testing.T) {
 		require.Equal(t, []string{m.ID}, m.Header[store.HeaderMsgID])
 		require.Equal(t, []string{events.TypeJobCancelled}, m.Header[events.HeaderType])
 		require.Equal(t, []string{"1"}, m.Header[events.HeaderSchema])
-		e, err := store.DecodeMessage(job, uint64(i+1), m.Header, m.Data)
+		evs, err := store.DecodeMessage(job, uint64(i+1), m.Header, m.Data)
 		require.NoError(t, err)
-		require.Equal(t, m.ID, e.ID)
+		require.Len(t, evs, 1)
+		require.Equal(t, m.ID, evs[0].ID)
 	}
+}
+
+func TestPack(t *testing.T) {
+	evs := []events.Event{event(id1, 1), event(id2, 2)}
+	msgs, err := store.EncodeAppend(job, 42, evs)
+	require.NoError(t, err)
+
+	packed := store.Pack(msgs, 1<<20)
+	require.Len(t, packed, 1, "two events that fit go as one message")
+	m := packed[0]
+	require.Equal(t, []string{id1}, m.Header[store.HeaderMsgID], "under the first event's id")
+	require.Equal(t, []string{"42"}, m.Header[store.HeaderExpectedSeq])
+	require.Equal(t, []string{events.TypeJobCancelled + "," + events.TypeJobCancelled}, m.Header[events.HeaderType])
+	require.Equal(t, []string{"1,1"}, m.Header[events.HeaderSchema])
+	require.Equal(t, id1, m.ID)
+	got, err := store.DecodeMessage(job, 7, m.Header, m.Data)
+	require.NoError(t, err)
+	require.Equal(t, evs, got)
+
+	require.Equal(t, msgs, store.Pack(msgs, m.Size()-1), "too large for one message: one message per event, as a batch")
+	require.Len(t, store.Pack(msgs, m.Size()), 1)
+	require.Equal(t, msgs[:1], store.Pack(msgs[:1], 1<<20), "one event is its own message")
 }
 
 func TestEncodeAppendRefuses(t *testing.T) {
@@ -99,6 +122,13 @@ func TestDecodeMessageCorrupt(t *testing.T) {
 		{"other job", "job-2", nil, good},
 		{"other message id", job, map[string][]string{store.HeaderMsgID: {id2}}, good},
 		{"other type header", job, map[string][]string{events.HeaderType: {"Sent"}}, good},
+		{"a group under another id", job, map[string][]string{store.HeaderMsgID: {id2}}, group(event(id1, 1), event(id2, 2))},
+		{"a group with one type in its header", job, map[string][]string{events.HeaderType: {events.TypeJobCancelled}}, group(event(id1, 1), event(id2, 2))},
+		{"a group with a gap in its versions", job, nil, group(event(id1, 1), event(id2, 3))},
+		{"a group of one", job, nil, []byte("[" + string(good) + "]")},
+		{"an empty group", job, nil, []byte("[]")},
+		{"a group cut short", job, nil, []byte("[" + string(good) + ",")},
+		{"a group of another job", job, nil, group(otherJob(event(id1, 1)), otherJob(event(id2, 2)))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,5 +164,44 @@ func TestPlanBatches(t *testing.T) {
 			got := store.PlanBatches(tt.appends, tt.max, func(i int) bool { return tt.skip[i] })
 			require.Equal(t, tt.want, got)
 		})
+	}
+}
+
+// group encodes events as one message holds a group.
+func group(evs ...events.Event) []byte {
+	var bodies [][]byte
+	for _, e := range evs {
+		b, err := events.Encode(e)
+		if err != nil {
+			panic(err)
+		}
+		bodies = append(bodies, b)
+	}
+	return events.Group(bodies)
+}
+
+func otherJob(e events.Event) events.Event {
+	e.JobID = "job-2"
+	return e
+}
+
+func TestMatch(t *testing.T) {
+	want := []string{"a", "b", "c"}
+	for _, tt := range []struct {
+		name  string
+		found [][]string
+		is    store.Landing
+	}{
+		{"nothing yet", nil, store.Short},
+		{"one message", [][]string{{"a", "b", "c"}}, store.Landed},
+		{"a message each", [][]string{{"a"}, {"b"}, {"c"}}, store.Landed},
+		{"more after it", [][]string{{"a", "b", "c"}, {"x"}}, store.Landed},
+		{"the first of a batch", [][]string{{"a"}}, store.Short},
+		{"another append", [][]string{{"x"}}, store.Other},
+		{"ours inside a larger group", [][]string{{"a", "b", "c", "d"}}, store.Other},
+		{"part of ours, then others", [][]string{{"a"}, {"x"}}, store.Other},
+		{"a message without events", [][]string{{}}, store.Other},
+	} {
+		require.Equal(t, tt.is, store.Match(want, tt.found), tt.name)
 	}
 }

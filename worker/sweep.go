@@ -59,7 +59,7 @@ func (e *Engine) Sweep(ctx context.Context, js jetstream.JetStream) (SweepReport
 		}
 		rep.Jobs++
 		jobID := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
-		ev, derr := events.Decode(msg.Data())
+		ev, derr := events.DecodeLast(msg.Data())
 		switch {
 		case derr != nil:
 			rep.Unusable++

@@ -56,7 +56,7 @@ func runAudit(ctx context.Context, args []string, env func(string) string, stdou
 	var f auditFlags
 	f.nats.register(fs)
 	f.out = outputFlag(fs)
-	fs.StringVar(&f.eventsFile, "events", "", "audit a recorded log instead: a file of encoded events, one JSON per line, in log order")
+	fs.StringVar(&f.eventsFile, "events", "", "audit a recorded log instead: a file of the log's message bodies, one JSON per line (an event, or an array of the events of one append), in log order")
 	fs.StringVar(&f.ledgerURL, "ledger", "", "join the provider's billing ledger at this API base URL (token from "+serper.TokenEnv+" or --token-file)")
 	fs.StringVar(&f.ledgerFile, "ledger-file", "", "join a billing ledger export instead: {\"entries\":[...]} as GET /v1/billing/ledger answers")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token for --ledger")
@@ -282,7 +282,8 @@ func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 	return out
 }
 
-// readEventsFile reads a recorded log: one encoded event per line.
+// readEventsFile reads a recorded log: one message body per line (an
+// encoded event, or a group of them).
 func readEventsFile(path string) ([]projector.Message, error) {
 	f, err := os.Open(path)
 	if err != nil {

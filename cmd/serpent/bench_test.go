@@ -102,6 +102,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.True(t, p.Audit.OK, "audit violations: %+v", p.Audit.First)
 	require.Zero(t, p.Audit.Violations)
 	require.EqualValues(t, p.Events, p.Audit.Events)
+	require.Less(t, p.Messages, p.Events, "an append of several events is one message")
 	require.Equal(t, 250, p.Audit.Jobs)
 	require.Positive(t, p.Audit.EventsPerSec)
 	require.Equal(t, auditGCPercent, p.Audit.GCPercent)

@@ -30,9 +30,12 @@ type benchE2E struct {
 	ProjectionSeconds float64                  `json:"projection_wait_seconds"`
 	JobsPerSec        float64                  `json:"jobs_per_sec"`
 	Finished          map[aggregate.Status]int `json:"finished"`
-	// Durable writes per job, by stream: events, timers and due jobs,
+	// Durable writes per job, by stream: event messages (an append of
+	// several events is one message when it fits), timers and due jobs,
 	// projection values; WritesPerJob is their sum with the command.
+	// EventsPerJob counts the events those messages hold.
 	EventsPerJob     float64 `json:"events_per_job"`
+	EventMsgsPerJob  float64 `json:"event_messages_per_job"`
 	WorkPerJob       float64 `json:"work_per_job"`
 	ProjectionPerJob float64 `json:"projection_values_per_job"`
 	WritesPerJob     float64 `json:"writes_per_job"`
@@ -158,11 +161,12 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	done := map[string]bool{}
 	timeout := time.AfterFunc(10*time.Minute, it.Stop)
 	defer timeout.Stop()
-	appends, seen := 0, evBefore
+	appends, evs, seen := 0, 0, evBefore
 	count := func(msg jetstream.Msg) {
 		if meta, err := msg.Metadata(); err == nil {
 			seen = meta.Sequence.Stream
 		}
+		evs += strings.Count(msg.Headers().Get(events.HeaderType), ",") + 1
 		if msg.Headers().Get(store.HeaderExpectedSeq) != "" {
 			appends++
 		}
@@ -229,10 +233,11 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	}
 	r.Seconds = round2(elapsed.Seconds())
 	r.JobsPerSec = perSec(jobs, elapsed)
-	r.EventsPerJob = round2(float64(evAfter-evBefore) / float64(jobs))
+	r.EventsPerJob = round2(float64(evs) / float64(jobs))
+	r.EventMsgsPerJob = round2(float64(evAfter-evBefore) / float64(jobs))
 	r.WorkPerJob = round2(float64(workAfter-workBefore) / float64(jobs))
 	r.ProjectionPerJob = round2(float64(projAfter-projBefore) / float64(jobs))
-	r.WritesPerJob = round2(r.EventsPerJob + r.WorkPerJob + r.ProjectionPerJob + 1) // + the command itself
+	r.WritesPerJob = round2(r.EventMsgsPerJob + r.WorkPerJob + r.ProjectionPerJob + 1) // + the command itself
 	r.AppendsPerJob = round2(float64(appends) / float64(jobs))
 	r.CPUSeconds = round2(cpu.Seconds())
 	r.CoresBusy = round2(cpu.Seconds() / elapsed.Seconds())
@@ -293,7 +298,7 @@ func waitProjections(ctx context.Context, js jetstream.JetStream, bound time.Dur
 
 // terminalStatus reads the status an event ends its job in, or "".
 func terminalStatus(msg jetstream.Msg) aggregate.Status {
-	switch msg.Headers().Get(events.HeaderType) {
+	switch events.LastType(msg.Headers().Get(events.HeaderType)) {
 	case events.TypeObservationStored:
 		return aggregate.StatusSucceeded
 	case events.TypeJobFailed:
@@ -301,7 +306,7 @@ func terminalStatus(msg jetstream.Msg) aggregate.Status {
 	case events.TypeJobCancelled:
 		return aggregate.StatusCancelled
 	case events.TypeReconciled:
-		if ev, err := events.Decode(msg.Data()); err == nil && ev.Data.(events.Reconciled).Verdict == aggregate.VerdictCharged {
+		if ev, err := events.DecodeLast(msg.Data()); err == nil && ev.Data.(events.Reconciled).Verdict == aggregate.VerdictCharged {
 			return aggregate.StatusChargedNoResult
 		}
 	}

@@ -42,8 +42,8 @@ func printBench(w io.Writer, r benchReport) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.0f jobs/s\t%d jobs in %.1f s (%.1f s of it waiting for the projections); %s%s\n",
 			name, e.JobsPerSec, e.Jobs, e.Seconds, e.ProjectionSeconds, finished(e.Finished), ratioText(ratio))
-		fmt.Fprintf(tw, "\t\tper job: %.2f events in %.2f appends, %.2f timer/work, %.2f projection values and 1 command message\n",
-			e.EventsPerJob, e.AppendsPerJob, e.WorkPerJob, e.ProjectionPerJob)
+		fmt.Fprintf(tw, "\t\tper job: %.2f events in %.2f appends (%.2f messages), %.2f timer/work, %.2f projection values and 1 command message\n",
+			e.EventsPerJob, e.AppendsPerJob, e.EventMsgsPerJob, e.WorkPerJob, e.ProjectionPerJob)
 		fmt.Fprintf(tw, "\t\tCPU: %.0f µs a job, %.2f of %d cores busy (this process: %s)\n",
 			e.CPUMicrosPerJob, e.CoresBusy, r.Machine.CPUs, cpuWhose(r.Machine.Server))
 		if e.CPUByPart != nil {
@@ -81,8 +81,8 @@ func printBench(w io.Writer, r benchReport) error {
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "scale, seeding (setup)\t%.0f events/s\t%s\n", s.Seed.EventsPerSec, seedDetail(s.Seed))
 		load := func(l benchLoad, extra string) {
-			fmt.Fprintf(tw, "scale, load one job at %d jobs\t%.0f µs median\tp99 %.0f µs, max %.0f µs; %d random loads of %.1f events, %d events in the log%s\n",
-				l.Jobs, l.MedianMicros, l.P99Micros, l.MaxMicros, l.Loads, l.EventsPerLoad, l.StreamEvents, extra)
+			fmt.Fprintf(tw, "scale, load one job at %d jobs\t%.0f µs median\tp99 %.0f µs, max %.0f µs; %d random loads of %.1f events, %d messages in the log%s\n",
+				l.Jobs, l.MedianMicros, l.P99Micros, l.MaxMicros, l.Loads, l.EventsPerLoad, l.StreamMsgs, extra)
 		}
 		load(s.Small, "")
 		load(s.Large, fmt.Sprintf("; median %.2fx, p99 %.2fx the %d-job figures (target: 1.5x at most)", s.LoadMedianRatio, s.LoadP99Ratio, s.Small.Jobs))

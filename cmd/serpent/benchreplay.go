@@ -20,13 +20,16 @@ type benchReplay struct {
 	// Seeded is set when finished jobs were written first to reach
 	// --replay-events.
 	Seeded *benchSeedInfo `json:"seeded,omitempty"`
-	// Events is the log's length when replayed; Empty says there was
-	// nothing to replay (no end-to-end phase ran and --replay-events was
-	// not given), and nothing was measured.
-	Events  uint64       `json:"events"`
-	Empty   bool         `json:"empty,omitempty"`
-	Audit   benchAudit   `json:"audit"`
-	Rebuild benchRebuild `json:"rebuild"`
+	// Messages is the log's length when replayed, Events the events
+	// they hold (as the audit counted them: an append of several events
+	// is one message); Empty says there was nothing to replay (no
+	// end-to-end phase ran and --replay-events was not given), and
+	// nothing was measured.
+	Messages uint64       `json:"messages"`
+	Events   uint64       `json:"events"`
+	Empty    bool         `json:"empty,omitempty"`
+	Audit    benchAudit   `json:"audit"`
+	Rebuild  benchRebuild `json:"rebuild"`
 }
 
 // benchAudit is one audit of the whole log (projector.AuditLog, as
@@ -69,7 +72,7 @@ type benchRebuild struct {
 // replay runs the replay phase on the in-process engine's log.
 func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 	var r benchReplay
-	have, err := streamMsgs(ctx, b)
+	have, err := streamMsgs(ctx, b) // each holds one event or more
 	if err != nil {
 		return r, err
 	}
@@ -87,10 +90,10 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 		return r, fmt.Errorf("bench replay: %w", err)
 	}
 	waitQuiet(ctx, 10*time.Minute)
-	if r.Events, err = streamMsgs(ctx, b); err != nil {
+	if r.Messages, err = streamMsgs(ctx, b); err != nil {
 		return r, err
 	}
-	if r.Events == 0 {
+	if r.Messages == 0 {
 		r.Empty = true
 		return r, nil
 	}
@@ -109,6 +112,7 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 	if err != nil {
 		return r, fmt.Errorf("bench replay: audit: %w", err)
 	}
+	r.Events = uint64(rep.Events)
 	r.Audit = benchAudit{Events: rep.Events, Jobs: rep.Jobs, Seconds: round2(took.Seconds()), EventsPerSec: perSec(rep.Events, took),
 		GCPercent: auditGCPercent, OK: rep.OK(), Violations: len(rep.Violations), Rules: rep.Rules}
 	if len(rep.Violations) > 0 {

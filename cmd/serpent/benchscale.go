@@ -64,7 +64,7 @@ type benchLoad struct {
 	Jobs int `json:"jobs"`
 	// From is the first job loads pick from (jobs From to Jobs-1).
 	From          int     `json:"from_job,omitempty"`
-	StreamEvents  uint64  `json:"stream_events"`
+	StreamMsgs    uint64  `json:"stream_messages"`
 	Loads         int     `json:"loads"`
 	EventsPerLoad float64 `json:"events_per_load"`
 	MedianMicros  float64 `json:"median_us"`
@@ -137,7 +137,7 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 			return r, err
 		}
 		*step.out = load
-		r.Events = load.StreamEvents
+		r.Events = r.Seed.Events
 	}
 	if r.Small.MedianMicros > 0 {
 		r.LoadMedianRatio = round2(r.Large.MedianMicros / r.Small.MedianMicros)
@@ -244,7 +244,7 @@ func measureLoads(ctx context.Context, js jetstream.JetStream, s *benchSeeder, f
 	if err != nil {
 		return r, err
 	}
-	r.StreamEvents = info.CachedInfo().State.Msgs
+	r.StreamMsgs = info.CachedInfo().State.Msgs
 	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{})
 	if err != nil {
 		return r, err

@@ -17,6 +17,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/store"
 )
@@ -44,6 +45,10 @@ const seedSpacing = 3 * time.Second
 // ids unlike any other run's. With msgIDs the messages carry Nats-Msg-Id
 // as appends do; without, the server keeps no duplicate-window entry for
 // each (Load and the audit do not need them).
+// seedMaxMessage is the largest message the seeder packs an append into:
+// the server's default max_payload, far above a seeded append's size.
+const seedMaxMessage = 1 << 20
+
 func newBenchSeeder(tag string, msgIDs bool) *benchSeeder {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -111,6 +116,7 @@ func (s *benchSeeder) job(ids *seedIDs, i int) (seedJob, error) {
 		if err != nil {
 			return fmt.Errorf("bench: seeding job %d: %w", i, err)
 		}
+		msgs = store.Pack(msgs, seedMaxMessage) // as the event store writes it
 		wire := make([]*natsgo.Msg, len(msgs))
 		for k, m := range msgs {
 			h := natsgo.Header(m.Header)
@@ -240,8 +246,9 @@ func (s *benchSeeder) seed(ctx context.Context, js jetstream.JetStream, from, to
 	// The acknowledgements, checked in order; the channel bounds the
 	// publishes in flight.
 	type inflight struct {
-		ack jetstream.PubAckFuture
-		seq uint64
+		ack    jetstream.PubAckFuture
+		seq    uint64
+		events uint64 // the message holds
 	}
 	acks := make(chan inflight, 2048)
 	var written atomic.Uint64
@@ -254,7 +261,7 @@ func (s *benchSeeder) seed(ctx context.Context, js jetstream.JetStream, from, to
 				if ack.Sequence != a.seq {
 					cancel(fmt.Errorf("bench: seeding: a message was stored at sequence %d, not %d: another writer?", ack.Sequence, a.seq))
 				}
-				written.Add(1)
+				written.Add(a.events)
 			case err := <-a.ack.Err():
 				cancel(fmt.Errorf("bench: seeding, at sequence %d: %w", a.seq, err))
 			case <-ctx.Done():
@@ -280,7 +287,7 @@ func (s *benchSeeder) seed(ctx context.Context, js jetstream.JetStream, from, to
 					}
 					last++
 					select {
-					case acks <- inflight{fut, last}:
+					case acks <- inflight{fut, last, uint64(strings.Count(m.Header.Get(events.HeaderType), ",") + 1)}:
 					case <-ctx.Done():
 						return context.Cause(ctx)
 					}

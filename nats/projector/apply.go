@@ -135,7 +135,9 @@ func (a *applier) refold(ctx context.Context, todo []projections.Target, current
 			}
 			mine = append(mine, got...)
 		}
-		slices.SortFunc(mine, func(x, y projections.Record) int { return cmp.Compare(x.Seq, y.Seq) })
+		slices.SortFunc(mine, func(x, y projections.Record) int {
+			return cmp.Or(cmp.Compare(x.Seq, y.Seq), cmp.Compare(x.Event.Version, y.Event.Version))
+		})
 		byTarget[t] = mine
 	}
 	return nil

@@ -83,8 +83,9 @@ func AuditLog(ctx context.Context, js jetstream.JetStream, o AuditOptions) (*aud
 	return auditMessages(ctx, source, reload, o)
 }
 
-// AuditEvents audits a recorded log: encoded events, one per message, in
-// log order (Subject may be empty; Seq numbers them).
+// AuditEvents audits a recorded log: message bodies as the log holds
+// them (an encoded event, or a group of them), in log order (Subject may
+// be empty; Seq numbers them).
 func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Auditor, error) {
 	o = o.withDefaults()
 	source := func(emit func([]Message) error) error {
@@ -98,8 +99,10 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 	reload := func(jobID string, _ uint64) ([]events.Event, error) {
 		var h []events.Event
 		for _, m := range msgs {
-			if rec, err := DecodeEvent(o.prefix(), m, true); err == nil && rec.Event.JobID == jobID {
-				h = append(h, rec.Event)
+			if got, err := DecodeEvents(o.prefix(), m, true); err == nil && got[0].Event.JobID == jobID {
+				for _, rec := range got {
+					h = append(h, rec.Event)
+				}
 			}
 		}
 		return h, nil
@@ -135,9 +138,11 @@ func loadJob(ctx context.Context, js jetstream.JetStream, stream, prefix, jobID 
 			}
 			reached = m.Sequence
 			got++
-			rec, err := DecodeEvent(prefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
+			got, err := DecodeEvents(prefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
 			if err == nil {
-				out = append(out, rec.Event)
+				for _, rec := range got {
+					out = append(out, rec.Event)
+				}
 			}
 		}
 		if got == 0 {
@@ -271,9 +276,9 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 func decodeChunk(prefix string, msgs []Message) decoded {
 	d := decoded{recs: make([]projections.Record, 0, len(msgs))}
 	for _, m := range msgs {
-		rec, err := DecodeEvent(prefix, m, true)
+		got, err := DecodeEvents(prefix, m, true)
 		if err == nil {
-			d.recs = append(d.recs, rec)
+			d.recs = append(d.recs, got...)
 			continue
 		}
 		var ce *store.CorruptError

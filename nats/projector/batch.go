@@ -63,19 +63,19 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 				return fmt.Errorf("projector: filling the gap %d..%d read %d of its %d events; trying again", next, seq-1, len(missing), seq-next)
 			}
 			for _, mm := range missing {
-				rec, err := DecodeEvent(prefix, mm, false)
+				got, err := DecodeEvents(prefix, mm, false)
 				if err != nil {
 					return err
 				}
-				recs, at = append(recs, rec), mm.Time
+				recs, at = append(recs, got...), mm.Time
 			}
 			gaps += len(missing)
 		}
-		rec, err := DecodeEvent(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		got, err := DecodeEvents(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
 		if err != nil {
 			return err
 		}
-		recs, at, next = append(recs, rec), meta.Timestamp, seq+1
+		recs, at, next = append(recs, got...), meta.Timestamp, seq+1
 	}
 	if last == nil {
 		return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
-	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/store"
 )
@@ -26,38 +25,37 @@ type Message struct {
 	Time    time.Time
 }
 
-// DecodeEvent reads an event message strictly (projections.Decode, as
-// events.Decode) and checks it belongs where it is stored: the job its
-// subject names, under its own message id and type header. Without a
-// subject (a recorded log) only the event is read. light leaves results
-// out (projections.DecodeLight). Errors are *store.CorruptError. prefix
-// is what comes before the job id in the subject (for SERP_EVENTS,
-// snats.EventSubjectPrefix). The runner, the audit and the metrics'
-// fold (metrics.Follow) all read the log with it, so they agree on what
-// is an event.
-func DecodeEvent(prefix string, m Message, light bool) (projections.Record, error) {
+// DecodeEvents reads the events of a message strictly
+// (projections.DecodeAll, as events.DecodeAll) and checks they belong
+// where they are stored: the job its subject names, under the first
+// one's message id and their types' header (store.CheckStored). A message
+// holds one event, or the group of an append written as one message; the
+// records of a group share the message's sequence. Without a subject (a
+// recorded log) only the events are read. light leaves results out
+// (projections.DecodeLight). Errors are *store.CorruptError. prefix is
+// what comes before the job id in the subject (for SERP_EVENTS,
+// snats.EventSubjectPrefix). The runner, the audit and the metrics' fold
+// (metrics.Follow) all read the log with it, so they agree on what is an
+// event.
+func DecodeEvents(prefix string, m Message, light bool) ([]projections.Record, error) {
 	jobID := strings.TrimPrefix(m.Subject, prefix)
-	decode := projections.Decode
-	if light {
-		decode = projections.DecodeLight
-	}
-	e, err := decode(m.Data)
+	evs, err := projections.DecodeAll(m.Data, light)
 	if err != nil {
-		return projections.Record{}, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+		return nil, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
 	}
-	switch {
-	case m.Subject == "":
-	case e.JobID != jobID:
+	if e := evs[0]; m.Subject != "" && e.JobID != jobID {
 		err = fmt.Errorf("event %s of job %s is stored on %s", e.ID, e.JobID, m.Subject)
-	case m.Header.Get(store.HeaderMsgID) != "" && m.Header.Get(store.HeaderMsgID) != e.ID:
-		err = fmt.Errorf("event %s is stored under message id %q", e.ID, m.Header.Get(store.HeaderMsgID))
-	case m.Header.Get(events.HeaderType) != "" && m.Header.Get(events.HeaderType) != e.Type():
-		err = fmt.Errorf("%s event %s is stored with type header %q", e.Type(), e.ID, m.Header.Get(events.HeaderType))
+	} else {
+		err = store.CheckStored("", m.Header, evs)
 	}
 	if err != nil {
-		return projections.Record{}, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+		return nil, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
 	}
-	return projections.Record{Seq: m.Seq, Event: e}, nil
+	recs := make([]projections.Record, len(evs))
+	for i, e := range evs {
+		recs[i] = projections.Record{Seq: m.Seq, Event: e}
+	}
+	return recs, nil
 }
 
 // readRange reads the messages from..to (inclusive) matching filter with

@@ -126,11 +126,11 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 		_, err = ReadStream(ctx, js, o.Stream, o.Filter, from, to, o.Batch, func(msgs []Message) error {
 			recs := make([]projections.Record, 0, len(msgs))
 			for _, m := range msgs {
-				rec, err := DecodeEvent(prefix, m, false)
+				got, err := DecodeEvents(prefix, m, false)
 				if err != nil {
 					return fmt.Errorf("projector: rebuild stops at an unreadable event: %w", err)
 				}
-				recs = append(recs, rec)
+				recs = append(recs, got...)
 			}
 			if len(recs) == 0 {
 				return nil

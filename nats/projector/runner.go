@@ -221,11 +221,11 @@ func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]proj
 	}
 	recs := make([]projections.Record, 0, len(msgs))
 	for _, m := range msgs {
-		rec, err := DecodeEvent(prefix, m, false)
+		got, err := DecodeEvents(prefix, m, false)
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, rec)
+		recs = append(recs, got...)
 	}
 	return recs, nil
 }

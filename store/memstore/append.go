@@ -46,6 +46,7 @@ func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]st
 	if err != nil {
 		return nil, err
 	}
+	msgs = store.Pack(msgs, s.opts.MaxMsgSize)
 	if err := store.CheckSize(jobID, msgs, s.opts.MaxMsgSize); err != nil {
 		return nil, err
 	}
@@ -102,20 +103,23 @@ func (s *Store) forget(now time.Time) {
 	}
 }
 
-// landed reports whether the messages right after expected on the job are
-// msgs (same ids, same order), and the sequence of the last of them.
+// landed reports whether the events right after expected on the job are
+// those of msgs, whatever form they were written in (store.Match), and
+// the sequence of the message holding the last of them.
 func landed(job []stored, expected uint64, msgs []store.Message) (uint64, bool) {
-	i := 0
-	for i < len(job) && job[i].seq <= expected {
-		i++
-	}
-	if len(job)-i < len(msgs) {
-		return 0, false
-	}
-	for k, m := range msgs {
-		if job[i+k].msg.ID != m.ID {
+	want := store.IDs(msgs)
+	var found [][]string
+	for _, m := range job {
+		if m.seq <= expected {
+			continue
+		}
+		found = append(found, m.msg.IDs)
+		switch store.Match(want, found) {
+		case store.Landed:
+			return m.seq, true
+		case store.Other:
 			return 0, false
 		}
 	}
-	return job[i+len(msgs)-1].seq, true
+	return 0, false
 }

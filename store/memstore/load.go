@@ -22,11 +22,11 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64,
 	}
 	evs := make([]events.Event, 0, len(job))
 	for _, m := range job {
-		e, err := store.DecodeMessage(jobID, m.seq, m.msg.Header, m.msg.Data)
+		got, err := store.DecodeMessage(jobID, m.seq, m.msg.Header, m.msg.Data)
 		if err != nil {
 			return nil, 0, err
 		}
-		evs = append(evs, e)
+		evs = append(evs, got...)
 	}
 	return evs, job[len(job)-1].seq, nil
 }

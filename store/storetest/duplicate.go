@@ -37,9 +37,11 @@ func testDuplicateID(t *testing.T, s Store) {
 			e.ID = otherEvs[0].ID
 			return []events.Event{e}
 		}, false, store.ErrDuplicate},
-		{"known id after a new one in one append", func(job string, h []events.Event) []events.Event {
+		// An append of several events is one message, whose id is its
+		// first event's: a retried append is known by it.
+		{"known id first in an append of two", func(job string, h []events.Event) []events.Event {
 			evs := NewEvents(job, 3, 2)
-			evs[1].ID = h[1].ID
+			evs[0].ID = h[0].ID
 			return evs
 		}, false, store.ErrDuplicate},
 		{"known id with a stale version is a conflict", func(job string, h []events.Event) []events.Event {

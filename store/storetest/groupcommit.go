@@ -89,7 +89,7 @@ func staleAndDuplicate(t *testing.T, s Store, jobs, n, stale, dup int) {
 		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, n)}
 	}
 	appends[stale].Expected = 0
-	appends[dup].Events[n-1].ID = heads[dup][0].ID
+	appends[dup].Events[0].ID = heads[dup][0].ID
 	check := func(res []store.Result) {
 		t.Helper()
 		require.Len(t, res, jobs)

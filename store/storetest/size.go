@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"testing"
 
@@ -44,6 +45,44 @@ func testSizeLimit(t *testing.T, s Store) {
 			v, err := s.Append(ctx, at, 0, evs...)
 			require.NoError(t, err, "a message exactly at the limit is accepted")
 			requireJob(t, s, at, evs, v)
+		})
+	}
+}
+
+// testGroupLimit: an append of several events is one message when that
+// message fits the limit, and one message per event, as an atomic batch,
+// when it does not; it reads back the same either way.
+func testGroupLimit(t *testing.T, s Store) {
+	limit := s.(Sized).MaxMessageSize()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name     string
+		size     int    // of the append as one message
+		messages uint64 // the log takes
+	}{
+		{"at the limit: one message", limit, 1},
+		{"a byte over: a batch", limit + 1, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := NewJobID()
+			head := NewEvents(job, 1, 1)
+			v0, err := s.Append(ctx, job, 0, head...)
+			require.NoError(t, err)
+			evs := NewEvents(job, 2, 3)
+			id := evs[2].ID
+			measure := func(pad int) int {
+				evs[2] = padded(job, 4, pad)
+				evs[2].ID = id
+				msgs, err := store.EncodeAppend(job, v0, evs)
+				require.NoError(t, err)
+				return store.Pack(msgs, math.MaxInt)[0].Size()
+			}
+			base := measure(0)
+			require.Equal(t, tt.size, measure(tt.size-base))
+			v, err := s.Append(ctx, job, v0, evs...)
+			require.NoError(t, err)
+			require.Equal(t, v0+tt.messages, v)
+			requireJob(t, s, job, concat(head, evs), v)
 		})
 	}
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Atomic", testAtomic},
 		{"Invalid", testInvalid},
 		{"SizeLimit", testSizeLimit},
+		{"GroupLimit", testGroupLimit},
 		{"ManyJobs", testManyJobs},
 		{"GroupCommit", testGroupCommit},
 		{"GroupCommitConflicts", testGroupCommitConflicts},
