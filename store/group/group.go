@@ -212,6 +212,9 @@ func (c *Committer) run() {
 					delete(inflight, r.append.JobID)
 				}
 			}
+			// What queued meanwhile goes in the next commit whole, not
+			// in two because the select took this answer first.
+			pending = c.collect(pending, false)
 		case <-stop:
 			stop = nil // a nil channel is never ready: finish what is queued, then return
 		}
