@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -86,7 +87,11 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	for j := range commands {
 		cmd := aggregate.ScheduleCommand{Slot: "2026-01-01T00:00:00Z", Query: fmt.Sprintf("bench %s %d %d", label, stamp, j),
 			Country: "US", Language: "en", Device: "desktop"}
-		commands[j] = []byte(fmt.Sprintf(`{"slot":%q,"query":%q,"country":"US","language":"en","device":"desktop"}`, cmd.Slot, cmd.Query))
+		b, err := json.Marshal(cmd) // the command as an upstream publishes it
+		if err != nil {
+			return r, fmt.Errorf("bench %s: %w", label, err)
+		}
+		commands[j] = b
 		if pace > 0 {
 			sched, err := aggregate.NewSchedule(cmd, aggregate.DefaultPolicy(), "bench")
 			if err != nil {
