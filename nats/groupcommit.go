@@ -42,7 +42,7 @@ func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []s
 		}
 	}
 	limit := s.MaxMessageSize()
-	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) bool { return done[i] }) {
+	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) int { return len(msgs[i]) }, func(i int) bool { return done[i] }) {
 		if ctx.Err() != nil {
 			break
 		}

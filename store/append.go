@@ -21,10 +21,11 @@ type Result struct {
 // at most maxMsgs messages, in order: each batch holds at most one append
 // per job, and a job's appends land in batches in the order given, so the
 // second append of a job in one group commit is checked after the first.
-// It returns indexes into appends; appends for which skip is true (already
-// refused) and appends larger than maxMsgs are left out, the caller writes
-// those alone.
-func PlanBatches(appends []Append, maxMsgs int, skip func(i int) bool) [][]int {
+// size(i) is the messages append i is written as (one, when its events go
+// as one message; nil counts one per event). It returns indexes into
+// appends; appends for which skip is true (already refused) and appends
+// larger than maxMsgs are left out, the caller writes those alone.
+func PlanBatches(appends []Append, maxMsgs int, size func(i int) int, skip func(i int) bool) [][]int {
 	type batch struct {
 		idx  []int
 		msgs int
@@ -32,8 +33,14 @@ func PlanBatches(appends []Append, maxMsgs int, skip func(i int) bool) [][]int {
 	var batches []*batch
 	next := make(map[string]int) // first batch a job's next append may go to
 	for i, a := range appends {
+		if skip != nil && skip(i) {
+			continue
+		}
 		n := len(a.Events)
-		if (skip != nil && skip(i)) || n == 0 || n > maxMsgs {
+		if size != nil {
+			n = size(i)
+		}
+		if n == 0 || n > maxMsgs {
 			continue
 		}
 		for b := next[a.JobID]; ; b++ {

@@ -161,10 +161,15 @@ func TestPlanBatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := store.PlanBatches(tt.appends, tt.max, func(i int) bool { return tt.skip[i] })
+			got := store.PlanBatches(tt.appends, tt.max, nil, func(i int) bool { return tt.skip[i] })
 			require.Equal(t, tt.want, got)
 		})
 	}
+	t.Run("appends counted as the messages they are written as", func(t *testing.T) {
+		appends := []store.Append{a("a", 3), a("b", 3), a("c", 3), a("d", 3)}
+		one := func(int) int { return 1 } // each append's events as one message
+		require.Equal(t, [][]int{{0, 1}, {2, 3}}, store.PlanBatches(appends, 2, one, nil))
+	})
 }
 
 // group encodes events as one message holds a group.

@@ -23,7 +23,7 @@ func (s *Store) AppendMany(ctx context.Context, appends []store.Append) []store.
 			res[i], done[i] = store.Result{Err: err}, true
 		}
 	}
-	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) bool { return done[i] }) {
+	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) int { return len(msgs[i]) }, func(i int) bool { return done[i] }) {
 		if err := ctx.Err(); err != nil {
 			break
 		}
