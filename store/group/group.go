@@ -140,13 +140,18 @@ func (c *Committer) enqueue(ctx context.Context, a store.Append) (*request, erro
 	if c.closed {
 		return nil, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a select below would pick at random between the two
+	}
 	r := &request{append: a, result: make(chan store.Result, 1)}
-	c.waiting.Add(1)
 	select {
 	case c.queue <- r:
+		// Counted once it is in the queue, where the next commit finds
+		// it (the run loop may take it, and count it out, a moment
+		// before).
+		c.waiting.Add(1)
 		return r, nil
 	case <-ctx.Done():
-		c.waiting.Add(-1)
 		return nil, ctx.Err() // not queued: nothing was written
 	}
 }
@@ -160,7 +165,9 @@ func (c *Committer) wait(ctx context.Context, r *request) store.Result {
 	}
 }
 
-// Queued is the number of appends waiting for a commit.
+// Queued is the number of appends waiting for a commit: in the queue or
+// gathered for the next commit (for a moment after one is taken, it may
+// be counted one too few).
 func (c *Committer) Queued() int { return int(c.waiting.Load()) }
 
 // Close stops taking appends, commits what is queued and returns once the
