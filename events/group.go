@@ -111,23 +111,30 @@ func DecodeLast(b []byte) (Event, error) {
 	return evs[len(evs)-1], nil
 }
 
+// headerSep separates the values of a group's HeaderType and HeaderSchema,
+// one for each event, in order.
+const headerSep = ","
+
+// JoinHeader is the HeaderType or HeaderSchema value of a message whose
+// events have these values, in order.
+func JoinHeader(values []string) string { return strings.Join(values, headerSep) }
+
+// HeaderEvents is how many events a HeaderType value names.
+func HeaderEvents(header string) int { return strings.Count(header, headerSep) + 1 }
+
 // LastType is the type of the last event a HeaderType value names.
 func LastType(header string) string {
-	if i := strings.LastIndexByte(header, ','); i >= 0 {
-		return header[i+1:]
+	if i := strings.LastIndex(header, headerSep); i >= 0 {
+		return header[i+len(headerSep):]
 	}
 	return header
 }
 
-// TypeHeader is the HeaderType value of a message holding evs: the type of
-// one event, the types of a group joined by commas.
+// TypeHeader is the HeaderType value of a message holding evs.
 func TypeHeader(evs []Event) string {
-	if len(evs) == 1 {
-		return evs[0].Type()
-	}
 	types := make([]string, len(evs))
 	for i, e := range evs {
 		types[i] = e.Type()
 	}
-	return strings.Join(types, ",")
+	return JoinHeader(types)
 }

@@ -126,9 +126,9 @@ func (s *EventStore) commitBatch(ctx context.Context, appends []store.Append, ms
 }
 
 // pipelines says whether a group goes as plain messages: two or more
-// appends, at most PipelineMax, each of one message. An append of several
-// events needs an atomic batch to be all or none; a group that holds one
-// goes as a batch whole.
+// appends, at most PipelineMax, each of one message. An append written as
+// several messages (too large for one) needs an atomic batch to be all or
+// none; a group that holds one goes as a batch whole.
 func (s *EventStore) pipelines(group []int, msgs [][]store.Message) bool {
 	if len(group) < 2 || len(group) > s.opts.PipelineMax {
 		return false

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/serpent-engine/serpent/events"
 )
@@ -22,11 +21,18 @@ const (
 // headers stored with it. Both stores build messages with EncodeAppend and
 // size them with Size, so they refuse exactly the same appends.
 type Message struct {
-	Type   string   // event type (a group's types joined by commas)
-	ID     string   // message id: the (first) event's id
+	Type   string   // event type (a group's: events.JoinHeader of its types)
 	IDs    []string // the ids of the events it holds, in order
 	Header map[string][]string
 	Data   []byte
+}
+
+// ID is the message id: the (first) event's id.
+func (m Message) ID() string {
+	if len(m.IDs) == 0 {
+		return ""
+	}
+	return m.IDs[0]
 }
 
 // EncodeAppend checks an append and encodes it into the messages a store
@@ -69,7 +75,7 @@ func EncodeAppend(jobID string, expected uint64, evs []events.Event) ([]Message,
 		if i == 0 {
 			h[HeaderExpectedSeq] = []string{strconv.FormatUint(expected, 10)}
 		}
-		msgs = append(msgs, Message{Type: e.Type(), ID: e.ID, IDs: []string{e.ID}, Header: h, Data: data})
+		msgs = append(msgs, Message{Type: e.Type(), IDs: []string{e.ID}, Header: h, Data: data})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -79,8 +85,9 @@ func EncodeAppend(jobID string, expected uint64, evs []events.Event) ([]Message,
 
 // Pack returns the messages an append is written as, given the messages
 // EncodeAppend built for it: one message holding all its events
-// (events.Group; its message id the first event's, its type header the
-// events' types joined by commas, the expected version its own) when that
+// (events.Group; its message id the first event's, its type and schema
+// headers the events' joined by events.JoinHeader, the expected version
+// its own) when that
 // message fits in limit, msgs unchanged otherwise, to go as an atomic
 // batch. One message is all or none by itself, and on a single server it
 // costs a plain publish where a batch is first staged on disk.
@@ -96,14 +103,14 @@ func Pack(msgs []Message, limit int) []Message {
 		bodies[i], types[i], schemas[i] = m.Data, m.Type, first(m.Header, events.HeaderSchema)
 		ids = append(ids, m.IDs...)
 	}
-	typ := strings.Join(types, ",")
+	typ := events.JoinHeader(types)
 	h := map[string][]string{
-		HeaderMsgID:         {msgs[0].ID},
+		HeaderMsgID:         {msgs[0].ID()},
 		events.HeaderType:   {typ},
-		events.HeaderSchema: {strings.Join(schemas, ",")},
+		events.HeaderSchema: {events.JoinHeader(schemas)},
 		HeaderExpectedSeq:   msgs[0].Header[HeaderExpectedSeq],
 	}
-	packed := Message{Type: typ, ID: msgs[0].ID, IDs: ids, Header: h, Data: events.Group(bodies)}
+	packed := Message{Type: typ, IDs: ids, Header: h, Data: events.Group(bodies)}
 	if packed.Size() > limit {
 		return msgs
 	}
@@ -160,7 +167,7 @@ func CheckSize(jobID string, msgs []Message, limit int) error {
 		size := m.Size() + BatchOverhead(i, len(msgs))
 		if size > limit {
 			return fmt.Errorf("%w: %s event %s of job %s takes %d bytes in the log, the limit is %d",
-				ErrTooLarge, m.Type, m.ID, jobID, size, limit)
+				ErrTooLarge, m.Type, m.ID(), jobID, size, limit)
 		}
 	}
 	return nil
@@ -178,7 +185,7 @@ func IDs(msgs []Message) []string {
 // StoredIDs lists the ids of the events a stored message holds: its
 // message id when it holds one event, the decoded ids of a group.
 func StoredIDs(header map[string][]string, data []byte) ([]string, error) {
-	if id := first(header, HeaderMsgID); id != "" && !strings.Contains(first(header, events.HeaderType), ",") {
+	if id := first(header, HeaderMsgID); id != "" && events.HeaderEvents(first(header, events.HeaderType)) == 1 {
 		return []string{id}, nil
 	}
 	evs, err := events.DecodeAll(data)

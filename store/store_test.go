@@ -31,13 +31,13 @@ func TestEncodeAppend(t *testing.T) {
 	require.Equal(t, []string{"42"}, msgs[0].Header[store.HeaderExpectedSeq], "expected version on the first message")
 	require.NotContains(t, msgs[1].Header, store.HeaderExpectedSeq, "and only there")
 	for i, m := range msgs {
-		require.Equal(t, []string{m.ID}, m.Header[store.HeaderMsgID])
+		require.Equal(t, []string{m.ID()}, m.Header[store.HeaderMsgID])
 		require.Equal(t, []string{events.TypeJobCancelled}, m.Header[events.HeaderType])
 		require.Equal(t, []string{"1"}, m.Header[events.HeaderSchema])
 		evs, err := store.DecodeMessage(job, uint64(i+1), m.Header, m.Data)
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
-		require.Equal(t, m.ID, evs[0].ID)
+		require.Equal(t, m.ID(), evs[0].ID)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestPack(t *testing.T) {
 	require.Equal(t, []string{"42"}, m.Header[store.HeaderExpectedSeq])
 	require.Equal(t, []string{events.TypeJobCancelled + "," + events.TypeJobCancelled}, m.Header[events.HeaderType])
 	require.Equal(t, []string{"1,1"}, m.Header[events.HeaderSchema])
-	require.Equal(t, id1, m.ID)
+	require.Equal(t, id1, m.ID())
 	got, err := store.DecodeMessage(job, 7, m.Header, m.Data)
 	require.NoError(t, err)
 	require.Equal(t, evs, got)

@@ -171,7 +171,7 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 		if meta, err := msg.Metadata(); err == nil {
 			seen = meta.Sequence.Stream
 		}
-		evs += strings.Count(msg.Headers().Get(events.HeaderType), ",") + 1
+		evs += events.HeaderEvents(msg.Headers().Get(events.HeaderType))
 		if msg.Headers().Get(store.HeaderExpectedSeq) != "" {
 			appends++
 		}

@@ -287,7 +287,7 @@ func (s *benchSeeder) seed(ctx context.Context, js jetstream.JetStream, from, to
 					}
 					last++
 					select {
-					case acks <- inflight{fut, last, uint64(strings.Count(m.Header.Get(events.HeaderType), ",") + 1)}:
+					case acks <- inflight{fut, last, uint64(events.HeaderEvents(m.Header.Get(events.HeaderType)))}:
 					case <-ctx.Done():
 						return context.Cause(ctx)
 					}

@@ -70,8 +70,8 @@ func (s *Store) check(jobID string, expected uint64, msgs []store.Message) (uint
 	}
 	now := s.opts.Now()
 	for _, m := range msgs {
-		if e, ok := s.ids[m.ID]; ok && now.Sub(e.at) < s.opts.DuplicateWindow {
-			return 0, fmt.Errorf("%w: %s event %s for job %s is already at sequence %d", store.ErrDuplicate, m.Type, m.ID, jobID, e.seq)
+		if e, ok := s.ids[m.ID()]; ok && now.Sub(e.at) < s.opts.DuplicateWindow {
+			return 0, fmt.Errorf("%w: %s event %s for job %s is already at sequence %d", store.ErrDuplicate, m.Type, m.ID(), jobID, e.seq)
 		}
 	}
 	return 0, nil
@@ -84,7 +84,7 @@ func (s *Store) commit(jobID string, msgs []store.Message) uint64 {
 	for _, m := range msgs {
 		s.seq++
 		s.jobs[jobID] = append(s.jobs[jobID], stored{seq: s.seq, msg: m})
-		s.ids[m.ID] = idEntry{seq: s.seq, at: now}
+		s.ids[m.ID()] = idEntry{seq: s.seq, at: now}
 	}
 	s.commits++
 	if s.commits%1024 == 0 {
