@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +211,14 @@ func (e *readmeEnv) runExample(t *testing.T, cmd string) {
 	case args[0] == "docker":
 		require.Contains(t, cmd, "deploy/docker-compose.yml")
 		checkComposeCommands(t)
+	case args[0] == "strace":
+		// A serpent command run under strace (a slower disk, emulated):
+		// its own flags must parse.
+		i := slices.Index(args, "serpent")
+		require.Positive(t, i, "strace example %q runs serpent", cmd)
+		e.serpent(t, args[i+1:])
+	case args[0] == "apt-get":
+		require.Equal(t, []string{"apt-get", "install", "strace"}, args, "the one package an example needs")
 	default:
 		t.Fatalf("README example %q is not run by readme_test.go: teach runExample about it", cmd)
 	}
