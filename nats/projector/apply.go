@@ -64,7 +64,19 @@ type applier struct {
 // asked before each window of writes; when it says no (the runner's lease
 // is no longer trusted) apply stops with errLeaseLost.
 func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func() bool) error {
+	return a.applyHolding(ctx, recs, nil, ok)
+}
+
+// applyHolding is apply, except that the values of the jobs in held
+// alone (their status, observation, job ledger and key ledgers) are left
+// as they are: the runner folds those jobs' records into them with a
+// later batch. Values other jobs share (the day ledgers) take every
+// record now.
+func (a *applier) applyHolding(ctx context.Context, recs []projections.Record, held map[string]bool, ok func() bool) error {
 	targets, byTarget := projections.Group(recs)
+	if len(held) > 0 {
+		targets = withoutHeld(targets, byTarget, held)
+	}
 	todo, reread := targets, map[projections.Target]bool{}
 	unborn := projections.Unborn(targets, byTarget)
 	for round := 0; len(todo) > 0; round++ {
@@ -92,6 +104,20 @@ func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func(
 		todo = retry
 	}
 	return nil
+}
+
+// withoutHeld drops from targets the values that only held jobs change.
+func withoutHeld(targets []projections.Target, byTarget map[projections.Target][]projections.Record, held map[string]bool) []projections.Target {
+	out := targets[:0:0]
+	for _, t := range targets {
+		shared := t.Bucket == projections.LedgerBucket && strings.HasPrefix(t.Key, projections.LedgerDayPrefix)
+		if !shared && !slices.ContainsFunc(byTarget[t], func(r projections.Record) bool { return !held[r.Event.JobID] }) {
+			delete(byTarget, t)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // refold gives a value of a job (its status, job ledger or key ledger)

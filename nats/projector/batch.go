@@ -1,20 +1,28 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/projections"
 )
 
 // batch fetches, applies and acknowledges one batch.
 func (r *Runner) batch(ctx context.Context) (bool, error) {
-	msgs, err := r.fetch(min(r.cfg.LeaseTTL/4, 2*time.Second))
+	wait := min(r.cfg.LeaseTTL/4, 2*time.Second)
+	if len(r.held.recs) > 0 {
+		// What is held is written soon, with or without more.
+		wait = cmp.Or(r.cfg.Linger, holdWait)
+	}
+	msgs, err := r.fetch(wait)
 	if err != nil {
 		return false, fmt.Errorf("projector: fetch: %w", err)
 	}
@@ -77,14 +85,20 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 		recs, at, next = append(recs, got...), meta.Timestamp, seq+1
 	}
+	prev := r.held
 	if last == nil {
-		return nil
+		if len(prev.recs) == 0 {
+			return nil
+		}
+		last, lastSeq = prev.last, prev.lastSeq // nothing came: what was held is written now
 	}
-	if len(recs) > 0 {
+	hold := r.holdFrom(recs, prev.jobs, last, lastSeq)
+	all := append(slices.Clip(prev.recs), recs...) // held records come first in the log
+	if len(all) > 0 {
 		if !r.lease.held() {
 			return errLeaseLost
 		}
-		if err := r.app.apply(ctx, recs, func() bool { return r.keepLease(ctx) }); err != nil {
+		if err := r.app.applyHolding(ctx, all, hold.jobs, func() bool { return r.keepLease(ctx) }); err != nil {
 			return err
 		}
 	}
@@ -93,14 +107,24 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			return err
 		}
 	}
-	if err := last.DoubleAck(ctx); err != nil {
-		// The values are written; the events come again and are skipped.
-		return fmt.Errorf("projector: acknowledge up to %d: %w", next-1, err)
+	// Acknowledging a message acknowledges every one before it: with
+	// records held, the runner acknowledges up to the first of them, and
+	// a runner that takes over after this one reads them again.
+	ack := last
+	if len(hold.recs) > 0 {
+		ack = below(hold.recs[0].Seq, msgs, prev)
 	}
-	r.next = next
+	if ack != nil {
+		if err := ack.DoubleAck(ctx); err != nil {
+			// The values are written; the events come again and are skipped.
+			return fmt.Errorf("projector: acknowledge the batch up to %d: %w", next-1, err)
+		}
+	}
+	r.next, r.held = next, hold
 	r.update(func(s *Stats) {
 		s.Batches++
-		s.Events += uint64(len(recs))
+		s.Events += uint64(len(all) - len(hold.recs))
+		s.Held = len(hold.recs)
 		s.Gaps += gaps
 		s.Writes, s.Conflicts = r.app.writes, r.app.conflicts
 		if len(recs) > 0 {
@@ -109,6 +133,69 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		s.LastError = ""
 	})
 	return nil
+}
+
+// holdWait is how long a runner that holds records and does not linger
+// waits for more events before it writes them without (one that lingers
+// waits its Linger).
+const holdWait = 20 * time.Millisecond
+
+// held are the records a runner kept back from its last batch for the
+// next: those of jobs the batch left claimed, whose last event in it is a
+// Sent (a request to the API under way). Such a job's outcome is often
+// appended before the next batch, and its own values (status,
+// observation, job ledger, key ledgers), folded then from both, are
+// written once instead of twice; values other jobs share (the day
+// ledgers) take the held records at once. A job is held for one batch at
+// most, and the held messages stay unacknowledged until they are written.
+type held struct {
+	recs    []projections.Record // in log order
+	jobs    map[string]bool
+	last    jetstream.Msg // the batch's newest delivery: acknowledging it acknowledges them all
+	lastSeq uint64
+}
+
+// holdFrom picks the records of a batch to hold: those of the jobs whose
+// last record in it is a Sent, unless they were held by the batch before.
+func (r *Runner) holdFrom(recs []projections.Record, before map[string]bool, last jetstream.Msg, lastSeq uint64) held {
+	if r.cfg.WriteClaims || len(recs) == 0 {
+		return held{}
+	}
+	claimed := map[string]bool{}
+	for _, rec := range recs {
+		_, sent := rec.Event.Data.(events.Sent)
+		claimed[rec.Event.JobID] = sent && !before[rec.Event.JobID]
+	}
+	h := held{jobs: map[string]bool{}, last: last, lastSeq: lastSeq}
+	for _, rec := range recs {
+		if claimed[rec.Event.JobID] {
+			h.recs = append(h.recs, rec)
+			h.jobs[rec.Event.JobID] = true
+		}
+	}
+	if len(h.recs) == 0 {
+		return held{}
+	}
+	return h
+}
+
+// below returns the newest delivery, of a batch and of the records held
+// before it, whose sequence is below seq; nil when there is none.
+func below(seq uint64, msgs []jetstream.Msg, prev held) jetstream.Msg {
+	var (
+		out  jetstream.Msg
+		best uint64
+	)
+	if prev.last != nil && prev.lastSeq < seq {
+		out, best = prev.last, prev.lastSeq
+	}
+	for _, m := range msgs {
+		meta, err := m.Metadata()
+		if err == nil && meta.Sequence.Stream < seq && meta.Sequence.Stream > best {
+			out, best = m, meta.Sequence.Stream
+		}
+	}
+	return out
 }
 
 // fetch takes what is there, up to a batch; when nothing is, it waits up

@@ -48,12 +48,23 @@ func setup(t *testing.T) *world {
 func (w *world) append(jobs [][]events.Event) {
 	w.t.Helper()
 	for _, r := range projectionstest.Interleave(jobs) {
-		e := r.Event
+		require.NoError(w.t, w.appendNow([]events.Event{r.Event}))
+	}
+}
+
+// appendNow appends events one at a time, each continuing its job, and
+// reports an error rather than fail the test (a hook calls it from the
+// runner's goroutine).
+func (w *world) appendNow(evs []events.Event) error {
+	for _, e := range evs {
 		v, err := w.store.Append(context.Background(), e.JobID, w.version[e.JobID], e)
-		require.NoError(w.t, err)
+		if err != nil {
+			return err
+		}
 		w.version[e.JobID] = v
 		w.recs = append(w.recs, projections.Record{Seq: v, Event: e})
 	}
+	return nil
 }
 
 // sample appends the sample log and returns its jobs.

@@ -58,7 +58,9 @@ type Config struct {
 	// DefaultLinger, below zero not at all. A lightly loaded engine writes
 	// an event or two at a time; gathered for a moment, the events of
 	// several jobs share one write of their day's ledger and one batch per
-	// bucket. A runner that has events waiting takes them at once.
+	// bucket. A runner that has events waiting takes them at once. A
+	// runner holding a claimed job's records (see WriteClaims) waits as long
+	// for more before it writes them without.
 	Linger time.Duration
 	// LeaseTTL is how long a silent runner keeps the lease before another
 	// takes over; default 10 s.
@@ -68,6 +70,12 @@ type Config struct {
 	// CacheSize is how many values the runner remembers between batches;
 	// default 50,000.
 	CacheSize int
+	// WriteClaims writes a job's values with the batch that claims it
+	// (its Sent). By default a runner holds a claimed job's records for
+	// one batch, as its outcome usually follows before the next: the
+	// job's own values are then written once for both, and the batch is
+	// acknowledged only up to the first held record.
+	WriteClaims bool
 	// AckWait is how long a batch delivered to a runner that died waits
 	// before it is delivered again; default 30 s. (A live runner fills
 	// such gaps from the stream at once when newer events arrive.)
@@ -153,6 +161,7 @@ type Runner struct {
 	log   *slog.Logger
 
 	next uint64 // the stream sequence to apply next, while holding the lease
+	held held   // records of claimed jobs kept back for the next batch
 	// wholeLog: the runner reads every subject of an append-only stream
 	// (deletes and purges denied), so every sequence in a gap is an event
 	// and a gap read short is an error, not a hole.
@@ -172,6 +181,7 @@ type Stats struct {
 	Writes    int       `json:"writes"`  // values written
 	Conflicts int       `json:"conflicts"`
 	Gaps      int       `json:"gaps"`     // events read directly to fill a gap
+	Held      int       `json:"held"`     // events of claimed jobs kept back for the next batch
 	LastSeq   uint64    `json:"last_seq"` // the newest event applied
 	LastAt    time.Time `json:"last_at"`  // when it was stored
 	LastError string    `json:"last_error,omitempty"`
@@ -263,6 +273,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
+		if len(r.held.recs) > 0 && r.keepLease(release) {
+			// Written now rather than left to the next runner's ack wait.
+			if err := r.applyBatch(release, nil); err != nil {
+				r.log.Warn("projections: writing the held events on the way out failed", "err", err)
+			}
+		}
 		r.lease.release(release)
 		r.update(func(s *Stats) { s.Holding = false })
 	}()
@@ -377,7 +393,7 @@ func (r *Runner) start(ctx context.Context) error {
 		return fmt.Errorf("projector: consumer %s: %w", Consumer, err)
 	}
 	r.app.cache.clear()
-	r.next = info.AckFloor.Stream + 1
+	r.next, r.held = info.AckFloor.Stream+1, held{}
 	r.update(func(s *Stats) { s.Holding = true })
 	r.log.Info("projections: took the lease", "holder", r.lease.holder, "from_seq", r.next)
 	return nil
