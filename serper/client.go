@@ -169,7 +169,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request) Result {
 		return unknown(transportReason(ctx, err), c.scrub.err(err).Error())
 	}
 	defer resp.Body.Close()
-	body, reason, err := readBody(resp.Body, c.cfg.MaxResponseBytes)
+	body, reason, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxResponseBytes)
 	if reason != "" {
 		if reason == UnknownUnreadableBody {
 			reason = transportReason(ctx, err)
@@ -188,10 +188,23 @@ func (c *Client) exchange(ctx context.Context, req *http.Request) Result {
 // errOversized reports a body over the limit.
 var errOversized = errors.New("reply body over the size limit")
 
-// readBody reads at most limit bytes. The reason is "" on success, else
-// oversized_body, truncated_body or unreadable_body.
-func readBody(r io.Reader, limit int64) ([]byte, string, error) {
-	body, err := io.ReadAll(io.LimitReader(r, limit+1))
+// readBody reads at most limit bytes of a body whose length is size (-1
+// when not told). The reason is "" on success, else oversized_body,
+// truncated_body or unreadable_body.
+func readBody(r io.Reader, size, limit int64) ([]byte, string, error) {
+	var (
+		body []byte
+		err  error
+	)
+	if size > 0 && size <= limit {
+		// One allocation, where growing as it reads takes several.
+		var buf bytes.Buffer
+		buf.Grow(int(size) + bytes.MinRead)
+		_, err = buf.ReadFrom(io.LimitReader(r, limit+1))
+		body = buf.Bytes()
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r, limit+1))
+	}
 	switch {
 	case int64(len(body)) > limit:
 		return nil, UnknownOversizedBody, fmt.Errorf("%w (%d bytes)", errOversized, limit)

@@ -131,7 +131,7 @@ func (c *Client) ledgerPage(ctx context.Context, params [][2]string) ([]LedgerEn
 		return nil, &LedgerError{Unknown: transportReason(ctx, err), Detail: err.Error(), Err: err}
 	}
 	defer resp.Body.Close()
-	body, reason, err := readBody(resp.Body, c.cfg.MaxResponseBytes)
+	body, reason, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxResponseBytes)
 	if reason != "" {
 		err = c.scrub.err(err)
 		return nil, &LedgerError{Unknown: reason, Detail: fmt.Sprintf("HTTP %d, then: %v", resp.StatusCode, err), Err: err}

@@ -48,7 +48,9 @@ func (r redactor) json(doc []byte) []byte {
 	if r.secret == "" {
 		return doc
 	}
-	doc = bytes.ReplaceAll(doc, []byte(r.secret), []byte(redacted))
+	if bytes.Contains(doc, []byte(r.secret)) { // ReplaceAll copies even when nothing matches
+		doc = bytes.ReplaceAll(doc, []byte(r.secret), []byte(redacted))
+	}
 	if !r.mayHide(doc) {
 		return doc
 	}

@@ -37,6 +37,7 @@ func errorReply(status int, code, message, requestID string, fields []string) ca
 func (r cachedReply) write(w http.ResponseWriter, replayed bool) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(r.body))) // else a reply over 2 KB goes chunked
 	h.Set("X-Request-Id", r.requestID)
 	if replayed {
 		h.Set("Idempotent-Replayed", "true")
