@@ -66,13 +66,22 @@ func TestClaimedJobIsWrittenOnce(t *testing.T) {
 			claim, outcome := w.claimed("once")
 			w.append([][]events.Event{claim})
 			var batches atomic.Int32
+			appended := make(chan error, 1)
 			hook := func(uint64) error {
 				if batches.Add(1) == 1 {
-					return w.appendNow(outcome) // the outcome lands while the first batch is written
+					err := w.appendNow(outcome) // the outcome lands while the first batch is written
+					appended <- err
+					return err
 				}
 				return nil
 			}
 			w.runner("r1", projector.Config{WriteClaims: tt.writeClaims, Hooks: projector.Hooks{AfterWrite: hook}})
+			select {
+			case err := <-appended: // and w.recs holds it from here on
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the runner wrote no batch")
+			}
 			w.caughtUp()
 			requireEqual(t, w.want(), w.contents(""))
 			require.Equal(t, tt.writes, w.valuesWritten())
