@@ -439,6 +439,8 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, aggregate.StatusCancelled, j.s.Status)
 }
 
+// TestApplyDoesNotChangeItsInput: Apply and ApplyAll leave the state
+// they are given as it was.
 func TestApplyDoesNotChangeItsInput(t *testing.T) {
 	j := newJob(t)
 	key, try := j.send("w1")
@@ -453,6 +455,11 @@ func TestApplyDoesNotChangeItsInput(t *testing.T) {
 	require.Equal(t, snapshot, before)
 	require.Len(t, after.Attempts, 2)
 	require.Equal(t, aggregate.Fold(append(j.log, evs...)), after)
+
+	all := aggregate.ApplyAll(before, evs) // the same, its copies made once
+	require.Equal(t, snapshot, before)
+	require.Equal(t, after, all)
+	require.Equal(t, before, aggregate.ApplyAll(before, nil))
 }
 
 // TestA429OnAResendKeepsTheKey: a 429 says the request it answers did not

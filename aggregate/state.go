@@ -111,6 +111,20 @@ func Apply(s State, e events.Event) State {
 	return s
 }
 
+// ApplyAll returns the state after evs, in order: Apply of each in turn,
+// with the state's slices copied once rather than at every event. The
+// given state is not changed.
+func ApplyAll(s State, evs []events.Event) State {
+	if len(evs) == 0 {
+		return s
+	}
+	s = Apply(s, evs[0])
+	for _, e := range evs[1:] {
+		s.apply(e) // s is this call's own copy now
+	}
+	return s
+}
+
 // attempt returns the attempt holding key, or nil.
 func (s *State) attempt(key string) *Attempt {
 	for i := len(s.Attempts) - 1; i >= 0; i-- {

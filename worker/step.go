@@ -49,10 +49,7 @@ type known struct {
 
 // after is the state once evs, just appended at version ver, are applied.
 func after(s aggregate.State, ver uint64, evs []events.Event) known {
-	for _, ev := range evs {
-		s = aggregate.Apply(s, ev)
-	}
-	return known{s: s, ver: ver, ok: true}
+	return known{s: aggregate.ApplyAll(s, evs), ver: ver, ok: true}
 }
 
 func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttled bool, err error) {
