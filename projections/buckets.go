@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"strings"
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -42,6 +43,13 @@ type Target struct {
 }
 
 func (t Target) String() string { return t.Bucket + "/" + t.Key }
+
+// Shared reports whether many jobs' events change the value: a day
+// ledger. Every other value is one job's (its status, observation, job
+// ledger, or the ledger of a key it made).
+func (t Target) Shared() bool {
+	return t.Bucket == LedgerBucket && strings.HasPrefix(t.Key, LedgerDayPrefix)
+}
 
 // StatusTarget is the status value of a job.
 func StatusTarget(jobID string) Target { return Target{StatusBucket, jobID} }

@@ -154,7 +154,7 @@ func Unborn(targets []Target, byTarget map[Target][]Record) map[Target]bool {
 	out := make(map[Target]bool, len(born)*4)
 	for _, t := range targets {
 		recs := byTarget[t]
-		if len(recs) == 0 || strings.HasPrefix(t.Key, LedgerDayPrefix) && t.Bucket == LedgerBucket {
+		if len(recs) == 0 || t.Shared() {
 			continue
 		}
 		if born[recs[0].Event.JobID] || begins(t, recs[0].Event) {

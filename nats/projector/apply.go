@@ -110,8 +110,7 @@ func (a *applier) applyHolding(ctx context.Context, recs []projections.Record, h
 func withoutHeld(targets []projections.Target, byTarget map[projections.Target][]projections.Record, held map[string]bool) []projections.Target {
 	out := targets[:0:0]
 	for _, t := range targets {
-		shared := t.Bucket == projections.LedgerBucket && strings.HasPrefix(t.Key, projections.LedgerDayPrefix)
-		if !shared && !slices.ContainsFunc(byTarget[t], func(r projections.Record) bool { return !held[r.Event.JobID] }) {
+		if !t.Shared() && !slices.ContainsFunc(byTarget[t], func(r projections.Record) bool { return !held[r.Event.JobID] }) {
 			delete(byTarget, t)
 			continue
 		}

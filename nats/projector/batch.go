@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -40,7 +41,8 @@ func (r *Runner) batch(ctx context.Context) (bool, error) {
 func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 	var (
 		recs    []projections.Record
-		last    jetstream.Msg // the delivery with the highest sequence: acking it acks all
+		seqs    = make([]uint64, 0, len(msgs)) // each delivery's stream sequence
+		last    jetstream.Msg                  // the delivery with the highest sequence: acking it acks all
 		lastSeq uint64
 		at      time.Time
 		next    = r.next
@@ -53,6 +55,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			return fmt.Errorf("projector: delivery without metadata: %w", err)
 		}
 		seq := meta.Sequence.Stream
+		seqs = append(seqs, seq)
 		if seq > lastSeq {
 			last, lastSeq = m, seq
 		}
@@ -112,7 +115,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 	// a runner that takes over after this one reads them again.
 	ack := last
 	if len(hold.recs) > 0 {
-		ack = below(hold.recs[0].Seq, msgs, prev)
+		ack = below(hold.recs[0].Seq, msgs, seqs, prev)
 	}
 	if ack != nil {
 		if err := ack.DoubleAck(ctx); err != nil {
@@ -166,22 +169,23 @@ func (r *Runner) holdFrom(recs []projections.Record, before map[string]bool, las
 		_, sent := rec.Event.Data.(events.Sent)
 		claimed[rec.Event.JobID] = sent && !before[rec.Event.JobID]
 	}
-	h := held{jobs: map[string]bool{}, last: last, lastSeq: lastSeq}
+	maps.DeleteFunc(claimed, func(_ string, c bool) bool { return !c })
+	if len(claimed) == 0 {
+		return held{}
+	}
+	h := held{jobs: claimed, last: last, lastSeq: lastSeq}
 	for _, rec := range recs {
 		if claimed[rec.Event.JobID] {
 			h.recs = append(h.recs, rec)
-			h.jobs[rec.Event.JobID] = true
 		}
-	}
-	if len(h.recs) == 0 {
-		return held{}
 	}
 	return h
 }
 
-// below returns the newest delivery, of a batch and of the records held
-// before it, whose sequence is below seq; nil when there is none.
-func below(seq uint64, msgs []jetstream.Msg, prev held) jetstream.Msg {
+// below returns the newest delivery, of a batch (msgs, at stream
+// sequences seqs) and of the records held before it, whose sequence is
+// below seq; nil when there is none.
+func below(seq uint64, msgs []jetstream.Msg, seqs []uint64, prev held) jetstream.Msg {
 	var (
 		out  jetstream.Msg
 		best uint64
@@ -189,10 +193,9 @@ func below(seq uint64, msgs []jetstream.Msg, prev held) jetstream.Msg {
 	if prev.last != nil && prev.lastSeq < seq {
 		out, best = prev.last, prev.lastSeq
 	}
-	for _, m := range msgs {
-		meta, err := m.Metadata()
-		if err == nil && meta.Sequence.Stream < seq && meta.Sequence.Stream > best {
-			out, best = m, meta.Sequence.Stream
+	for i, m := range msgs {
+		if s := seqs[i]; s < seq && s > best {
+			out, best = m, s
 		}
 	}
 	return out
