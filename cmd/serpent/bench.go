@@ -48,9 +48,11 @@ type benchFlags struct {
 	progress     bool
 	replayEvents int
 	scaleJobs    int
+	scaleSmall   int
 	scaleLoads   int
 	scaleFresh   int
 	scaleEngine  bool
+	scaleProj    bool
 	cpuProfile   string
 	memProfile   string
 	cpuParts     bool
@@ -133,9 +135,11 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr")
 	fs.IntVar(&f.replayEvents, "replay-events", 0, "replay phase: first seed finished jobs until the log holds at least this many events (0: replay the log as the earlier phases left it)")
 	fs.IntVar(&f.scaleJobs, "scale-jobs", 1_000_000, "scale phase: finished jobs in its fresh log")
+	fs.IntVar(&f.scaleSmall, "scale-small", 10_000, "scale phase: finished jobs in the smaller log its figures are compared with")
 	fs.IntVar(&f.scaleLoads, "scale-loads", 2000, "scale phase: random job loads timed at each size")
 	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
-	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 15,000 events/s here)")
+	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 17,000 events/s here), and on a log of --scale-small jobs to compare with")
+	fs.BoolVar(&f.scaleProj, "scale-projections", true, "scale phase: the engine process keeps its projections (false: it runs with --projections=false, which spares the catch-up of a long log: 23 million events at 5,000,000 jobs)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
 	fs.BoolVar(&f.cpuParts, "cpu-parts", true, "end-to-end phases: split their CPU time into the engine's, the embedded server's, the sandbox's, the bench's and the rest (the Go scheduler and garbage collector, timers' callbacks), from a CPU profile of each phase; not with --cpuprofile, which takes the profile")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
@@ -184,12 +188,14 @@ production (fsync on every write, one replica), the phases given with
   scale     not run by default. On a fresh log of its own: seeds
             --scale-jobs finished jobs (with fsync relaxed while seeding,
             which is setup), times the event store's Load of one random job
-            at 10,000 jobs and at --scale-jobs jobs (median and p99,
-            target: within 1.5x; and of recent jobs only), then starts the
-            engine (serpent run) as a child process on that log, lets it
-            catch up (projections from scratch, metrics), runs
-            --scale-engine-jobs fresh jobs through it and reads its peak
-            RSS (target: under 300 MB). The engine binary is
+            at --scale-small jobs (10,000) and at --scale-jobs jobs (median
+            and p99, target: within 1.5x; and of recent jobs only), then
+            starts the engine (serpent run) as a child process on that log,
+            lets it catch up (projections from scratch, unless
+            --scale-projections=false; metrics), runs --scale-engine-jobs
+            fresh jobs through it and reads its peak RSS (target: under
+            300 MB); then the same on a fresh log of --scale-small jobs,
+            to compare with. The engine binary is
             $SERPENT_BENCH_ENGINE_BIN, else this executable.
 
 and, after them all:
@@ -237,8 +243,8 @@ Flags:
 	if len(phases) == 0 {
 		return f, nil, fmt.Errorf("%w: --phases names no phase (phases: %s)", errUsage, strings.Join(benchPhases, ", "))
 	}
-	if f.scaleJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.steadyJobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
-		return f, nil, fmt.Errorf("%w: --jobs, --steady-jobs, --workers, --raw, --payload, --scale-jobs and --scale-loads must be at least 1", errUsage)
+	if f.scaleJobs < 1 || f.scaleSmall < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.steadyJobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
+		return f, nil, fmt.Errorf("%w: --jobs, --steady-jobs, --workers, --raw, --payload, --scale-jobs, --scale-small and --scale-loads must be at least 1", errUsage)
 	}
 	if !(f.steadyRate > 0) || math.IsInf(f.steadyRate, 1) {
 		return f, nil, fmt.Errorf("%w: --steady-rate %v: commands a second, a number above 0", errUsage, f.steadyRate)
@@ -345,7 +351,7 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 	}
 	if phases["happy"] {
 		b.sb.SetFaults(sandbox.Faults{})
-		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, 0, b.cpuParts, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "happy", f.jobs, e2eOptions{CPUParts: b.cpuParts}, b.prog)
 		if err != nil {
 			return err
 		}
@@ -354,7 +360,7 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 	if phases["steady"] {
 		b.sb.SetFaults(sandbox.Faults{})
 		b.sb.SetSearchTime(f.steadySearch)
-		r, err := benchEndToEnd(ctx, b.js, "steady", f.steadyJobs, f.steadyRate, b.cpuParts, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "steady", f.steadyJobs, e2eOptions{Pace: f.steadyRate, CPUParts: b.cpuParts}, b.prog)
 		b.sb.SetSearchTime(0)
 		if err != nil {
 			return err
@@ -364,7 +370,7 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 	}
 	if phases["faults"] {
 		b.sb.SetFaults(faults)
-		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, 0, b.cpuParts, b.prog)
+		r, err := benchEndToEnd(ctx, b.js, "faults", f.jobs, e2eOptions{CPUParts: b.cpuParts}, b.prog)
 		if err != nil {
 			return err
 		}

@@ -23,22 +23,13 @@ func TestBenchEveryPhase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the engine end to end and builds the serpent binary")
 	}
-	bin := filepath.Join(t.TempDir(), "serpent")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-
+	bin, env := buildSerpent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	env := func(k string) string {
-		if k == "SERPENT_BENCH_ENGINE_BIN" {
-			return bin
-		}
-		return os.Getenv(k)
-	}
 	var stdout, stderr bytes.Buffer
-	err = run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
-		"--steady-jobs", "50", "--steady-rate", "200", "--steady-search-time", "20ms", "--scale-jobs", "3000", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
+	err := run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
+		"--steady-jobs", "50", "--steady-rate", "200", "--steady-search-time", "20ms", "--scale-jobs", "3000", "--scale-small", "1000",
+		"-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 
 	var keys map[string]json.RawMessage
@@ -121,22 +112,20 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.GreaterOrEqual(t, s.Seed.Events, uint64(4*3000))
 	require.EqualValues(t, s.Seed.Events, s.Events)
 	require.Positive(t, s.Seed.EventsPerSec)
+	require.Equal(t, 1000, s.Small.Jobs)
+	require.Equal(t, 3000, s.Large.Jobs)
 	for _, l := range []benchLoad{s.Small, s.Large} {
-		require.Equal(t, 3000, l.Jobs)
 		require.Equal(t, 2000, l.Loads)
 		require.Positive(t, l.MedianMicros)
 		require.GreaterOrEqual(t, l.P99Micros, l.MedianMicros)
 		require.GreaterOrEqual(t, l.EventsPerLoad, 4.0)
 	}
 	require.Positive(t, s.LoadMedianRatio)
-	e := s.Engine
-	require.True(t, e.Measured, e.Why)
-	require.Equal(t, bin, e.Binary)
-	require.Positive(t, e.PeakRSSMB)
-	require.Positive(t, e.RSSAfterCatchUpMB)
-	require.GreaterOrEqual(t, e.PeakRSSMB, e.RSSAfterCatchUpMB)
-	require.NotNil(t, e.FreshJobs)
-	require.Equal(t, 300, e.FreshJobs.Finished[aggregate.StatusSucceeded])
+	requireChild(t, s.Engine, bin, 3000, true, 300)
+	require.NotNil(t, s.EngineSmall, "the engine on the small log, to compare with")
+	requireChild(t, *s.EngineSmall, bin, 1000, true, 300)
+	require.Positive(t, s.FreshRatio)
+	require.Positive(t, s.PeakRSSRatio)
 	require.Positive(t, s.BenchPeakRSSMB)
 	require.Positive(t, rep.Memory.PeakRSSMB)
 
@@ -144,10 +133,69 @@ func TestBenchEveryPhase(t *testing.T) {
 	var table bytes.Buffer
 	require.NoError(t, printBench(&table, rep))
 	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "end to end, steady 200/s", "a job from its command to its last event", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
-		"replay, projection rebuild", "scale, seeding", "scale, load one job at 3000 jobs", "scale, engine process memory",
-		"scale, bench process memory", "memory, bench process"} {
+		"replay, projection rebuild", "scale, seeding", "scale, load one job at 1000 jobs", "scale, load one job at 3000 jobs", "scale, engine process memory",
+		"scale, engine on the small log", "caught up (projections and metrics)", "scale, bench process memory", "memory, bench process"} {
 		require.Contains(t, table.String(), want)
 	}
+}
+
+// TestBenchScaleWithoutProjections runs the scale phase's engines with
+// --projections=false: they are caught up once their metrics are, and the
+// fresh jobs are done once their last events are stored.
+func TestBenchScaleWithoutProjections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine end to end and builds the serpent binary")
+	}
+	bin, env := buildSerpent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "--phases", "scale", "--scale-jobs", "400", "--scale-small", "100", "--scale-loads", "20",
+		"--scale-engine-jobs", "30", "--scale-projections=false", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	var rep benchReport
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	s := rep.Scale
+	require.NotNil(t, s)
+	requireChild(t, s.Engine, bin, 400, false, 30)
+	require.NotNil(t, s.EngineSmall)
+	requireChild(t, *s.EngineSmall, bin, 100, false, 30)
+	require.Zero(t, s.Engine.FreshJobs.ProjectionPerJob, "an engine without projections writes none")
+
+	var table bytes.Buffer
+	require.NoError(t, printBench(&table, rep))
+	require.Contains(t, table.String(), "caught up (metrics; no projections)")
+}
+
+// buildSerpent builds the serpent binary for the scale phase to run as the
+// engine, and returns it with an environment that names it.
+func buildSerpent(t *testing.T) (string, func(string) string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "serpent")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin, func(k string) string {
+		if k == "SERPENT_BENCH_ENGINE_BIN" {
+			return bin
+		}
+		return os.Getenv(k)
+	}
+}
+
+// requireChild checks the figures of the engine run as a child process on
+// a log of jobs finished jobs.
+func requireChild(t *testing.T, e benchChild, bin string, jobs int, projections bool, fresh int) {
+	t.Helper()
+	require.True(t, e.Measured, e.Why)
+	require.Equal(t, bin, e.Binary)
+	require.Equal(t, jobs, e.Jobs)
+	require.Equal(t, projections, e.Projections)
+	require.Positive(t, e.PeakRSSMB)
+	require.Positive(t, e.RSSAfterCatchUpMB)
+	require.GreaterOrEqual(t, e.PeakRSSMB, e.RSSAfterCatchUpMB)
+	require.Positive(t, e.CatchUpEventsPerSec)
+	require.NotNil(t, e.FreshJobs)
+	require.Equal(t, fresh, e.FreshJobs.Finished[aggregate.StatusSucceeded])
 }
 
 func TestBenchOnAnExistingServerRefusesScale(t *testing.T) {
@@ -189,6 +237,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		"a sandbox config":     {"--phases", "faults", "--faults", whole},
 		"a probability over 1": {"--phases", "faults", "--faults", over},
 		"no steady jobs":       {"--steady-jobs", "0"},
+		"no small log":         {"--phases", "scale", "--scale-small", "0"},
 		"no steady rate":       {"--steady-rate", "0"},
 		"a negative rate":      {"--steady-rate", "-5"},
 		"a rate not a number":  {"--steady-rate", "NaN"},
@@ -206,7 +255,7 @@ func TestBenchHelpListsPhases(t *testing.T) {
 	for _, p := range benchPhases {
 		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
 	}
-	for _, f := range []string{"-replay-events", "-scale-jobs", "-steady-jobs", "-steady-rate", "-steady-search-time", "-cpuprofile", "-memprofile", "-cpu-parts"} {
+	for _, f := range []string{"-replay-events", "-scale-jobs", "-scale-small", "-scale-projections", "-steady-jobs", "-steady-rate", "-steady-search-time", "-cpuprofile", "-memprofile", "-cpu-parts"} {
 		require.Contains(t, stderr, f)
 	}
 }

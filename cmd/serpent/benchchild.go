@@ -40,11 +40,11 @@ func engineBinary(env func(string) string) (string, string) {
 	return exe, ""
 }
 
-// childEngine runs "serpent run" as a child process on the log at natsURL,
-// waits until it has caught up, runs fresh jobs through it and reads its
-// peak resident memory.
-func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream.JetStream) (benchChild, error) {
-	var r benchChild
+// childEngine runs "serpent run" as a child process on the log of jobs
+// finished jobs at natsURL, waits until it has caught up, runs fresh jobs
+// through it and reads its peak resident memory.
+func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream.JetStream, jobs int) (benchChild, error) {
+	r := benchChild{Jobs: jobs, Projections: b.f.scaleProj}
 	bin, why := engineBinary(b.env)
 	if bin == "" {
 		r.Why = why
@@ -54,6 +54,9 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 	args := []string{"run", "--nats-url", natsURL, "--http", "127.0.0.1:0", "--sandbox-url", b.sbURL, "--log-level", "error",
 		"--name", "serpent-bench-engine", "--sweep-every", "0", "--grace", "2s",
 		"--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s"}
+	if !r.Projections {
+		args = append(args, "--projections=false")
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG"} {
@@ -124,12 +127,13 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 	if err != nil {
 		return r, err
 	}
+	label := fmt.Sprintf("scale: engine catching up at %d jobs", jobs)
 	if err := pollUntil(ctx, 3*time.Hour, 100*time.Millisecond, func() (bool, string, error) {
-		ok, state, applied := childCaughtUp(ctx, client, addr, js, last)
+		ok, state, applied := childCaughtUp(ctx, client, addr, js, last, r.Projections)
 		if ok {
 			return true, "", nil
 		}
-		b.prog("scale: engine catching up", int(min(applied, childLogSeq(client, addr), last)), int(last))
+		b.prog(label, int(min(applied, childLogSeq(client, addr), last)), int(last))
 		return false, state, gone()
 	}); err != nil {
 		if ctx.Err() != nil {
@@ -137,14 +141,14 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 		}
 		return failed("catching up: %v", err)
 	}
-	b.prog("scale: engine catching up", int(last), int(last))
+	b.prog(label, int(last), int(last))
 	r.CatchUpSeconds = round2(time.Since(caught).Seconds())
 	r.CatchUpEventsPerSec = perSec(int(last), time.Since(caught))
 	r.RSSAfterCatchUpMB = round2(float64(procStatus(cmd.Process.Pid, "VmRSS")) / (1 << 20))
 
 	// Fresh jobs through it, end to end.
 	if b.f.scaleFresh > 0 {
-		e, err := benchEndToEnd(ctx, js, "scale engine", b.f.scaleFresh, 0, false, b.prog) // the engine is another process
+		e, err := benchEndToEnd(ctx, js, fmt.Sprintf("scale engine at %d jobs", jobs), b.f.scaleFresh, e2eOptions{NoProjections: !r.Projections}, b.prog) // the engine is another process
 		if err != nil {
 			return failed("%v", err)
 		}
@@ -171,14 +175,18 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 }
 
 // childCaughtUp reports whether the engine at addr has caught up with the
-// log up to sequence last, and if not, what it waits for.
-func childCaughtUp(ctx context.Context, client *http.Client, addr string, js jetstream.JetStream, last uint64) (bool, string, uint64) {
-	lag, err := projector.ReadLag(ctx, js, "", time.Now())
-	if err != nil {
-		return false, err.Error(), 0
-	}
-	if lag.Pending > 0 || lag.Applied < last {
-		return false, fmt.Sprintf("%d events not applied to the projections", lag.Pending), lag.Applied
+// log up to sequence last (its projections too, with projections), and if
+// not, what it waits for.
+func childCaughtUp(ctx context.Context, client *http.Client, addr string, js jetstream.JetStream, last uint64, projections bool) (bool, string, uint64) {
+	lag := projector.Lag{Applied: last}
+	if projections {
+		var err error
+		if lag, err = projector.ReadLag(ctx, js, "", time.Now()); err != nil {
+			return false, err.Error(), 0
+		}
+		if lag.Pending > 0 || lag.Applied < last {
+			return false, fmt.Sprintf("%d events not applied to the projections", lag.Pending), lag.Applied
+		}
 	}
 	if seq := childLogSeq(client, addr); seq < last {
 		return false, fmt.Sprintf("metrics counted up to %d of %d", seq, last), lag.Applied

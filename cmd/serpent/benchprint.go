@@ -90,20 +90,32 @@ func printBench(w io.Writer, r benchReport) error {
 			fmt.Fprintf(tw, "scale, load one recent job\t%.0f µs median\tp99 %.0f µs, max %.0f µs; %d random loads among the newest %d of %d jobs (the jobs an engine works on); median %.2fx the %d-job figure\n",
 				l.MedianMicros, l.P99Micros, l.MaxMicros, l.Loads, l.Jobs-l.From, l.Jobs, s.LoadRecentMedianRatio, s.Small.Jobs)
 		}
-		if e := s.Engine; e.Measured {
-			fmt.Fprintf(tw, "scale, engine process memory\t%.0f MB peak RSS\tserpent run as a child process on %d finished jobs (target: under 300 MB): started in %.1f s, caught up (projections and metrics) in %.1f s, %.0f events/s, at %.0f MB RSS",
-				e.PeakRSSMB, s.Jobs, e.StartSeconds, e.CatchUpSeconds, e.CatchUpEventsPerSec, e.RSSAfterCatchUpMB)
-			if f := e.FreshJobs; f != nil {
-				fmt.Fprintf(tw, ", then %d fresh jobs at %.0f jobs/s (%s)", f.Jobs, f.JobsPerSec, finished(f.Finished))
-			}
-			fmt.Fprintln(tw)
-		} else {
-			fmt.Fprintf(tw, "scale, engine process memory\tnot measured\t%s\n", e.Why)
+		printChild(tw, "scale, engine process memory", s.Engine, "(target: under 300 MB)")
+		if e := s.EngineSmall; e != nil {
+			printChild(tw, "scale, engine on the small log", *e, fmt.Sprintf("(to compare with: at %d jobs, fresh jobs %.2fx and peak RSS %.2fx these)", s.Jobs, s.FreshRatio, s.PeakRSSRatio))
 		}
 		fmt.Fprintf(tw, "scale, bench process memory\t%.0f MB peak RSS\tthis bench process: its embedded NATS servers (the scale log's included) and its in-process engine, not the engine process\n", s.BenchPeakRSSMB)
 	}
 	fmt.Fprintf(tw, "memory, bench process\t%.0f MB peak RSS\t%.0f MB peak heap (this process over the whole run: the in-process engine, the embedded servers and the bench together; the replay phase's audit, at GOGC=400, included)\n", r.Memory.PeakRSSMB, r.Memory.PeakHeapMB)
 	return tw.Flush()
+}
+
+// printChild prints the row of the engine run as a child process.
+func printChild(tw io.Writer, row string, e benchChild, note string) {
+	if !e.Measured {
+		fmt.Fprintf(tw, "%s\tnot measured\t%s\n", row, e.Why)
+		return
+	}
+	caught := "projections and metrics"
+	if !e.Projections {
+		caught = "metrics; no projections"
+	}
+	fmt.Fprintf(tw, "%s\t%.0f MB peak RSS\tserpent run as a child process on %d finished jobs %s: started in %.1f s, caught up (%s) in %.1f s, %.0f events/s, at %.0f MB RSS",
+		row, e.PeakRSSMB, e.Jobs, note, e.StartSeconds, caught, e.CatchUpSeconds, e.CatchUpEventsPerSec, e.RSSAfterCatchUpMB)
+	if f := e.FreshJobs; f != nil {
+		fmt.Fprintf(tw, ", then %d fresh jobs at %.0f jobs/s (%s)", f.Jobs, f.JobsPerSec, finished(f.Finished))
+	}
+	fmt.Fprintln(tw)
 }
 
 // ratioText is a rate's ratio to the raw one-at-a-time publish rate, if

@@ -36,8 +36,15 @@ type benchScale struct {
 	// LoadRecentMedianRatio is Recent's median over Small's: the target
 	// for the jobs an engine loads.
 	LoadRecentMedianRatio float64 `json:"load_recent_median_ratio,omitempty"`
-	// Engine is "serpent run" as a child process on this log.
-	Engine benchChild `json:"engine"`
+	// Engine is "serpent run" as a child process on this log, EngineSmall
+	// the same on a fresh log of Small.Jobs jobs, to compare with (when
+	// this log is larger). FreshRatio is the fresh jobs' rate on this log
+	// over their rate on the small one; PeakRSSRatio the engine's peak RSS
+	// here over there.
+	Engine       benchChild  `json:"engine"`
+	EngineSmall  *benchChild `json:"engine_small,omitempty"`
+	FreshRatio   float64     `json:"engine_fresh_jobs_ratio,omitempty"`
+	PeakRSSRatio float64     `json:"engine_peak_rss_ratio,omitempty"`
 	// BenchPeakRSSMB is this bench process (the bench, its embedded NATS
 	// servers and its in-process engine), not the engine above.
 	BenchPeakRSSMB float64 `json:"bench_process_peak_rss_mb"`
@@ -77,9 +84,13 @@ type benchChild struct {
 	Measured bool   `json:"measured"`
 	Why      string `json:"not_measured,omitempty"`
 	Binary   string `json:"binary,omitempty"`
+	// Jobs is how many finished jobs its log held; Projections whether it
+	// kept its projections (--scale-projections).
+	Jobs        int  `json:"jobs"`
+	Projections bool `json:"projections"`
 	// StartSeconds runs from exec to the status page being up;
 	// CatchUpSeconds from then to ready: /readyz 200, no projection lag
-	// and the metrics tally at the log's end.
+	// (with projections) and the metrics tally at the log's end.
 	StartSeconds        float64 `json:"start_seconds"`
 	CatchUpSeconds      float64 `json:"catch_up_seconds"`
 	CatchUpEventsPerSec float64 `json:"catch_up_events_per_sec"`
@@ -103,7 +114,7 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 	r := benchScale{Jobs: n}
 	dir := filepath.Join(b.dir, "scale")
 	seeder := newBenchSeeder("scale", false)
-	small := min(10_000, n)
+	small := min(b.f.scaleSmall, n)
 
 	// Seed the small log, time loads on it, seed the rest, time again: on a
 	// server restarted with fsync always each time.
@@ -153,19 +164,43 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 		return r, nil
 	}
 
-	// The engine as its own process on that log.
-	srv, nc, js, err := startBenchServer(dir, 0)
-	if err != nil {
+	// The engine as its own process on that log, then on a fresh log of
+	// the small size.
+	var err error
+	if r.Engine, err = b.engineOn(ctx, dir, n); err != nil {
 		return r, err
 	}
-	defer srv.Shutdown()
-	defer nc.Close()
-	r.Engine, err = b.childEngine(ctx, srv.ClientURL(), js)
-	if err != nil {
-		return r, err
+	if small < n {
+		base := filepath.Join(b.dir, "scale-small")
+		if _, err := seedOffline(ctx, base, newBenchSeeder("scale", false), 0, small, "scale: seeding the small log", b.prog, false); err != nil {
+			return r, err
+		}
+		e, err := b.engineOn(ctx, base, small)
+		if err != nil {
+			return r, err
+		}
+		r.EngineSmall = &e
+		if f, fs := r.Engine.FreshJobs, e.FreshJobs; f != nil && fs != nil && fs.JobsPerSec > 0 {
+			r.FreshRatio = round2(f.JobsPerSec / fs.JobsPerSec)
+		}
+		if e.PeakRSSMB > 0 {
+			r.PeakRSSRatio = round2(r.Engine.PeakRSSMB / e.PeakRSSMB)
+		}
 	}
 	r.BenchPeakRSSMB = round2(float64(vmHWM()) / (1 << 20))
 	return r, nil
+}
+
+// engineOn runs the engine as a child process on the log of jobs finished
+// jobs in dir, served by a server of its own started for it.
+func (b *benchRun) engineOn(ctx context.Context, dir string, jobs int) (benchChild, error) {
+	srv, nc, js, err := startBenchServer(dir, 0)
+	if err != nil {
+		return benchChild{}, err
+	}
+	defer srv.Shutdown()
+	defer nc.Close()
+	return b.childEngine(ctx, srv.ClientURL(), js, jobs)
 }
 
 func (s *benchSeedInfo) add(o benchSeedInfo) {
