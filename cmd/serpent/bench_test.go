@@ -194,6 +194,7 @@ func requireChild(t *testing.T, e benchChild, bin string, jobs int, projections 
 	require.Positive(t, e.RSSAfterCatchUpMB)
 	require.GreaterOrEqual(t, e.PeakRSSMB, e.RSSAfterCatchUpMB)
 	require.Positive(t, e.CatchUpEventsPerSec)
+	require.Greater(t, e.CatchUpEventsPerSec, e.CatchUpMsgsPerSec, "a message holds an append's events")
 	require.NotNil(t, e.FreshJobs)
 	require.Equal(t, fresh, e.FreshJobs.Finished[aggregate.StatusSucceeded])
 }

@@ -41,9 +41,9 @@ func engineBinary(env func(string) string) (string, string) {
 }
 
 // childEngine runs "serpent run" as a child process on the log of jobs
-// finished jobs at natsURL, waits until it has caught up, runs fresh jobs
-// through it and reads its peak resident memory.
-func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream.JetStream, jobs int) (benchChild, error) {
+// finished jobs (evs events) at natsURL, waits until it has caught up, runs
+// fresh jobs through it and reads its peak resident memory.
+func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream.JetStream, jobs int, evs uint64) (benchChild, error) {
 	r := benchChild{Jobs: jobs, Projections: b.f.scaleProj}
 	bin, why := engineBinary(b.env)
 	if bin == "" {
@@ -51,6 +51,13 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 		return r, nil
 	}
 	r.Binary = bin
+	// The log's end, read before the engine starts: a server busy serving
+	// an engine reading a log of millions of jobs from its start can take
+	// longer than a request's timeout to answer.
+	last, err := lastSeq(ctx, js, snats.EventStream)
+	if err != nil {
+		return r, fmt.Errorf("bench: the log's last sequence: %w", err)
+	}
 	args := []string{"run", "--nats-url", natsURL, "--http", "127.0.0.1:0", "--sandbox-url", b.sbURL, "--log-level", "error",
 		"--name", "serpent-bench-engine", "--sweep-every", "0", "--grace", "2s",
 		"--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s"}
@@ -123,10 +130,6 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 	// the log.
 	caught := time.Now()
 	client := &http.Client{Timeout: 10 * time.Second}
-	last, err := lastSeq(ctx, js, snats.EventStream)
-	if err != nil {
-		return r, err
-	}
 	label := fmt.Sprintf("scale: engine catching up at %d jobs", jobs)
 	if err := pollUntil(ctx, 3*time.Hour, 100*time.Millisecond, func() (bool, string, error) {
 		ok, state, applied := childCaughtUp(ctx, client, addr, js, last, r.Projections)
@@ -143,7 +146,8 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 	}
 	b.prog(label, int(last), int(last))
 	r.CatchUpSeconds = round2(time.Since(caught).Seconds())
-	r.CatchUpEventsPerSec = perSec(int(last), time.Since(caught))
+	r.CatchUpEventsPerSec = perSec(int(evs), time.Since(caught))
+	r.CatchUpMsgsPerSec = perSec(int(last), time.Since(caught))
 	r.RSSAfterCatchUpMB = round2(float64(procStatus(cmd.Process.Pid, "VmRSS")) / (1 << 20))
 
 	// Fresh jobs through it, end to end.

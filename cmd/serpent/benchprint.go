@@ -110,8 +110,8 @@ func printChild(tw io.Writer, row string, e benchChild, note string) {
 	if !e.Projections {
 		caught = "metrics; no projections"
 	}
-	fmt.Fprintf(tw, "%s\t%.0f MB peak RSS\tserpent run as a child process on %d finished jobs %s: started in %.1f s, caught up (%s) in %.1f s, %.0f events/s, at %.0f MB RSS",
-		row, e.PeakRSSMB, e.Jobs, note, e.StartSeconds, caught, e.CatchUpSeconds, e.CatchUpEventsPerSec, e.RSSAfterCatchUpMB)
+	fmt.Fprintf(tw, "%s\t%.0f MB peak RSS\tserpent run as a child process on %d finished jobs %s: started in %.1f s, caught up (%s) in %.1f s, %.0f events/s (%.0f messages/s), at %.0f MB RSS",
+		row, e.PeakRSSMB, e.Jobs, note, e.StartSeconds, caught, e.CatchUpSeconds, e.CatchUpEventsPerSec, e.CatchUpMsgsPerSec, e.RSSAfterCatchUpMB)
 	if f := e.FreshJobs; f != nil {
 		fmt.Fprintf(tw, ", then %d fresh jobs at %.0f jobs/s (%s)", f.Jobs, f.JobsPerSec, finished(f.Finished))
 	}

@@ -94,6 +94,7 @@ type benchChild struct {
 	StartSeconds        float64 `json:"start_seconds"`
 	CatchUpSeconds      float64 `json:"catch_up_seconds"`
 	CatchUpEventsPerSec float64 `json:"catch_up_events_per_sec"`
+	CatchUpMsgsPerSec   float64 `json:"catch_up_messages_per_sec"`
 	// RSSAfterCatchUpMB is its resident memory once caught up; PeakRSSMB
 	// its high-water mark (VmHWM) after the fresh jobs.
 	RSSAfterCatchUpMB float64   `json:"rss_after_catch_up_mb"`
@@ -167,15 +168,16 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 	// The engine as its own process on that log, then on a fresh log of
 	// the small size.
 	var err error
-	if r.Engine, err = b.engineOn(ctx, dir, n); err != nil {
+	if r.Engine, err = b.engineOn(ctx, dir, n, r.Events); err != nil {
 		return r, err
 	}
 	if small < n {
 		base := filepath.Join(b.dir, "scale-small")
-		if _, err := seedOffline(ctx, base, newBenchSeeder("scale", false), 0, small, "scale: seeding the small log", b.prog, false); err != nil {
+		seeded, err := seedOffline(ctx, base, newBenchSeeder("scale", false), 0, small, "scale: seeding the small log", b.prog, false)
+		if err != nil {
 			return r, err
 		}
-		e, err := b.engineOn(ctx, base, small)
+		e, err := b.engineOn(ctx, base, small, seeded.Events)
 		if err != nil {
 			return r, err
 		}
@@ -192,15 +194,15 @@ func (b *benchRun) scale(ctx context.Context) (benchScale, error) {
 }
 
 // engineOn runs the engine as a child process on the log of jobs finished
-// jobs in dir, served by a server of its own started for it.
-func (b *benchRun) engineOn(ctx context.Context, dir string, jobs int) (benchChild, error) {
+// jobs (evs events) in dir, served by a server of its own started for it.
+func (b *benchRun) engineOn(ctx context.Context, dir string, jobs int, evs uint64) (benchChild, error) {
 	srv, nc, js, err := startBenchServer(dir, 0)
 	if err != nil {
 		return benchChild{}, err
 	}
 	defer srv.Shutdown()
 	defer nc.Close()
-	return b.childEngine(ctx, srv.ClientURL(), js, jobs)
+	return b.childEngine(ctx, srv.ClientURL(), js, jobs, evs)
 }
 
 func (s *benchSeedInfo) add(o benchSeedInfo) {
