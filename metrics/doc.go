@@ -5,13 +5,16 @@
 // reconciliations and their verdicts, billed pages, purchases and
 // suspected double charges) are not counters threaded through the engine:
 // a Tally folds them from the event log itself (Follow reads SERP_EVENTS
-// with an ordered consumer from sequence 1), so they survive restarts,
+// with an ordered consumer from where the Tally stands), so they survive restarts,
 // agree across every process that serves them and equal what an audit of
 // the log would count. serpent run's Tally lets a finished job go once it
 // has counted it, so its memory follows the jobs in flight; Follow loads
 // a finished job's events back for the rare event that comes for it
-// later. Until the Tally has counted the log as it stood when Follow
-// began (a restarted process reads it again), a scrape leaves its figures
+// later. A Tally is written out (Checkpoint) into the serp_metrics
+// bucket as it goes (KeepCheckpoint), and a process that starts resumes
+// from there (Resume) rather than folding the log from its start. Until
+// the Tally has counted the log as it stood when Follow began, a scrape
+// leaves its figures
 // out, so that Prometheus never sees them fall back and take it for a
 // counter reset: only serpent_metrics_log_seq and
 // serpent_metrics_caught_up 0 are served. The projections' lag is read

@@ -43,6 +43,12 @@ const (
 	// limiter, pauses the API asked for, and the day's spend.
 	AccountsBucket = "serp_accounts"
 
+	// MetricsBucket holds the metrics tally's checkpoint (key
+	// MetricsCheckpointKey): where an engine that starts resumes counting
+	// the log, instead of at its start.
+	MetricsBucket        = "serp_metrics"
+	MetricsCheckpointKey = "tally"
+
 	// Durable consumers of the engine.
 	IntakeConsumer        = "serpent-intake"
 	WorkConsumer          = "serpent-workers"
@@ -143,6 +149,8 @@ func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOp
 		{Bucket: SchedulesBucket, Description: "serpent: recurring schedules, their definitions and state", History: 1,
 			Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)},
 		{Bucket: AccountsBucket, Description: "serpent: API accounts, their limits and shared limiter state", History: 1,
+			Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)},
+		{Bucket: MetricsBucket, Description: "serpent: where the metrics' count of the event log stands, to resume it", History: 1,
 			Storage: jetstream.FileStorage, Replicas: max(o.Replicas, 1)},
 	} {
 		if err := ensureBucket(ctx, js, cfg, o.AllowUpdate); err != nil {

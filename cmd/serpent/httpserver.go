@@ -32,7 +32,10 @@ type opsServer struct {
 	ops         opsFlags
 	metrics     *metrics.Metrics
 	tally       *metrics.Tally
-	log         *slog.Logger
+	// checkpointEvery is how often the tally's checkpoint is saved (0:
+	// metrics.DefaultCheckpointEvery).
+	checkpointEvery time.Duration
+	log             *slog.Logger
 	// now is the engine's clock (the server's, as the limiter reads it);
 	// nil for the machine's.
 	now func() time.Time
@@ -104,7 +107,19 @@ func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, s.js, s.tally, s.log) }()
+	go func() {
+		defer wg.Done()
+		// Count the log from the checkpoint the engines keep, rather
+		// than from its start, and keep it.
+		if seq, err := metrics.Resume(ctx, s.js, s.tally); err != nil {
+			s.log.Info("metrics: counting the event log from its start", "why", err)
+		} else if seq > 0 {
+			s.log.Debug("metrics: counting the event log from its checkpoint", "seq", seq)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); metrics.KeepCheckpoint(ctx, s.js, s.tally, s.checkpointEvery, s.log) }()
+		metrics.Follow(ctx, s.js, s.tally, s.log)
+	}()
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -358,3 +358,25 @@ func waitUnready(t *testing.T, ops *opsServer) *httptest.ResponseRecorder {
 	})
 	return rec
 }
+
+// TestMetricsResumeFromTheCheckpoint: an engine that stops leaves where
+// its count of the log stands in serp_metrics, and the next one resumes
+// from there with the same totals instead of counting the log again.
+func TestMetricsResumeFromTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data", dir, "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}
+	first := startEngine(t, nil, append(args, "--log-level", "warn")...)
+	_, js := natstest.Connect(t, first.natsURL)
+	publishJobs(t, js, "checkpoint", 5)
+	waitFinished(t, first.opsURL(t), 5)
+	last, err := eventLogLastSeq(t.Context(), js)
+	require.NoError(t, err)
+	first.stop(t)
+
+	second := startEngine(t, nil, append(args, "--log-level", "debug")...)
+	body := waitFinished(t, second.opsURL(t), 5)
+	require.Equal(t, 5.0, metricValue(body, `serpent_jobs{state="succeeded"}`))
+	require.Equal(t, 5.0, metricValue(body, `serpent_purchases_total`))
+	require.Contains(t, second.stderr.String(), "counting the event log from its checkpoint")
+	require.Contains(t, second.stderr.String(), fmt.Sprintf("seq=%d", last))
+}

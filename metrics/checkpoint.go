@@ -1,0 +1,163 @@
+package metrics
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/serpent-engine/serpent/aggregate"
+)
+
+// CheckpointFormat names what a tally's checkpoint holds and how the
+// tally that wrote it folded the log. Raise it with any change to the
+// tally's fields or to what an event adds to them: a tally restores only
+// a checkpoint of its own format, and folds the log from its start
+// otherwise (TestCheckpointFormatPinned fails when the fields change).
+const CheckpointFormat = 1
+
+// MaxCheckpointBytes bounds a checkpoint: one that would be larger (many
+// jobs in flight, or a tally that does not forget finished jobs) is not
+// made, and the tally's next reader folds the log from an older one.
+const MaxCheckpointBytes = 768 << 10
+
+// ErrCheckpoint says a checkpoint cannot be restored: of another format,
+// of another log, or of a tally set otherwise.
+var ErrCheckpoint = errors.New("metrics: checkpoint not usable")
+
+// checkpoint is a tally written out: enough to go on folding the log from
+// the event after Seq and Ver as if it had folded everything before.
+type checkpoint struct {
+	Format int `json:"format"`
+	// Log tells the log it is of apart from another made under the same
+	// name: its stream's creation time.
+	Log    time.Time `json:"log"`
+	Seq    uint64    `json:"seq"`
+	Ver    uint64    `json:"ver"`
+	Forget bool      `json:"forget"`
+	Counts Counts    `json:"counts"`
+	// Packed holds the jobs kept in a byte: 17 bytes each, the 16 of the
+	// job's id and its packedJob.
+	Packed      []byte                     `json:"packed,omitempty"`
+	Wide        map[string]checkpointJob   `json:"wide,omitempty"`
+	Recent      []string                   `json:"recent,omitempty"`
+	Reconciling map[string]checkpointQueue `json:"reconciling,omitempty"`
+}
+
+type checkpointJob struct {
+	Status      aggregate.Status `json:"status"`
+	Purchases   int              `json:"purchases"`
+	Repurchases int              `json:"repurchases"`
+}
+
+type checkpointQueue struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// Checkpoint writes t out, for RestoreCheckpoint to go on from where t
+// stands. log is the creation time of the stream t folds, so that a
+// checkpoint is never taken for a log made again under the same name. It
+// fails with more than MaxCheckpointBytes to write.
+func (t *Tally) Checkpoint(log time.Time) ([]byte, error) {
+	b, _, err := t.checkpoint(log)
+	return b, err
+}
+
+// checkpoint is Checkpoint, with the stream sequence it is at.
+func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
+	t.mu.Lock()
+	c := checkpoint{Format: CheckpointFormat, Log: log.UTC(), Seq: t.seq, Ver: t.ver, Forget: t.forget,
+		Counts: t.c, Recent: slices.Clone(t.recent)}
+	c.Counts.Seq, c.Counts.CaughtUp = 0, false
+	if n := 17 * len(t.jobs); n > MaxCheckpointBytes {
+		t.mu.Unlock()
+		return nil, 0, fmt.Errorf("metrics: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs)+len(t.wide), MaxCheckpointBytes)
+	}
+	c.Packed = make([]byte, 0, 17*len(t.jobs))
+	for id, p := range t.jobs {
+		c.Packed = append(append(c.Packed, id[:]...), byte(p))
+	}
+	if len(t.wide) > 0 {
+		c.Wide = make(map[string]checkpointJob, len(t.wide))
+		for id, j := range t.wide {
+			c.Wide[id] = checkpointJob{Status: j.status, Purchases: j.purchases, Repurchases: j.repurchases}
+		}
+	}
+	if len(t.reconciling) > 0 {
+		c.Reconciling = make(map[string]checkpointQueue, len(t.reconciling))
+		for id, w := range t.reconciling {
+			c.Reconciling[id] = checkpointQueue{Reason: w.reason, Since: w.since}
+		}
+	}
+	b, err := json.Marshal(c) // under the lock: the maps of t.c are t's
+	t.mu.Unlock()
+	if err != nil {
+		return nil, 0, fmt.Errorf("metrics: checkpoint: %w", err)
+	}
+	if len(b) > MaxCheckpointBytes {
+		return nil, 0, fmt.Errorf("metrics: checkpoint of %d bytes: over %d", len(b), MaxCheckpointBytes)
+	}
+	return b, c.Seq, nil
+}
+
+// RestoreCheckpoint makes t, a tally that has applied nothing yet, what
+// the tally that wrote b was, so that it goes on from the event after
+// b's. It refuses (ErrCheckpoint) a checkpoint of another format, of
+// another log (its creation time, as given to Checkpoint), or of a tally
+// that forgot finished jobs when t does not, or the other way round; t is
+// then left as it was.
+func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
+	var c checkpoint
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case c.Format != CheckpointFormat:
+		return fmt.Errorf("%w: format %d, not %d", ErrCheckpoint, c.Format, CheckpointFormat)
+	case !c.Log.Equal(log):
+		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
+	case c.Forget != t.forget:
+		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrCheckpoint, c.Forget)
+	case len(c.Packed)%17 != 0:
+		return fmt.Errorf("%w: %d bytes of packed jobs", ErrCheckpoint, len(c.Packed))
+	case t.seq != 0:
+		return fmt.Errorf("%w: the tally has applied events already", ErrCheckpoint)
+	}
+	jobs := make(map[hexID]packedJob, len(c.Packed)/17)
+	for i := 0; i < len(c.Packed); i += 17 {
+		p := packedJob(c.Packed[i+16])
+		if int(p&0xf) >= len(packedStatuses) {
+			return fmt.Errorf("%w: a packed job of status %d", ErrCheckpoint, p&0xf)
+		}
+		jobs[hexID(c.Packed[i:i+16])] = p
+	}
+	wide := make(map[string]jobTally, len(c.Wide))
+	for id, j := range c.Wide {
+		wide[id] = jobTally{status: j.Status, purchases: j.Purchases, repurchases: j.Repurchases}
+	}
+	var queue map[string]waiting
+	if len(c.Reconciling) > 0 {
+		queue = make(map[string]waiting, len(c.Reconciling))
+		for id, w := range c.Reconciling {
+			queue[id] = waiting{reason: w.Reason, since: w.Since}
+		}
+	}
+	counts := NewTally().c
+	maps.Copy(counts.Jobs, c.Counts.Jobs)
+	maps.Copy(counts.Events, c.Counts.Events)
+	maps.Copy(counts.Sends, c.Counts.Sends)
+	maps.Copy(counts.Rotations, c.Counts.Rotations)
+	maps.Copy(counts.Reconciliations, c.Counts.Reconciliations)
+	counts.Purchases, counts.ResultPages, counts.ChargedPages = c.Counts.Purchases, c.Counts.ResultPages, c.Counts.ChargedPages
+	counts.DoubleCharges, counts.Undecodable = c.Counts.DoubleCharges, c.Counts.Undecodable
+
+	t.jobs, t.wide, t.reconciling, t.recent, t.c = jobs, wide, queue, c.Recent, counts
+	t.seq, t.ver = c.Seq, c.Ver
+	t.caughtUp = t.end > 0 && t.seq >= t.end
+	return nil
+}

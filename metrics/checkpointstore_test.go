@@ -1,0 +1,169 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/metrics"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+)
+
+// TestResumeFromCheckpoint: an engine that starts resumes counting the log
+// from the checkpoint the engines keep in serp_metrics, and ends with the
+// totals of one that counted the log from its start; a checkpoint of a log
+// made again under the same name is not taken.
+func TestResumeFromCheckpoint(t *testing.T) {
+	srv, st := eventLog(t)
+	ctx := t.Context()
+	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
+	require.NoError(t, err)
+	ids := projectionstest.IDsFrom(0)
+	var last uint64
+	write := func(from, to int) {
+		for i := from; i < to; i++ {
+			j := projectionstest.NewJob(t, ids, fmt.Sprintf("kettle %d", i), projectionstest.T0)
+			j.Send()
+			if i%3 != 0 { // every third job stays in flight
+				req := fmt.Sprintf("req_%d", i)
+				j.Reply(aggregate.Outcome{Status: 200, RequestID: req, Result: projectionstest.Result(req, 1), Pages: 1})
+			}
+			v, err := st.Append(ctx, j.S.JobID, 0, j.Log...)
+			require.NoError(t, err)
+			last = v
+		}
+	}
+	// follow counts the log into tally until it has counted it all.
+	follow := func(tally *metrics.Tally) func() {
+		fctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); metrics.Follow(fctx, srv.JS, tally, nil) }()
+		natstest.WaitFor(t, 10*time.Second, func() error {
+			if got := tally.Seq(); got != last {
+				return fmt.Errorf("counted up to %d of %d", got, last)
+			}
+			return nil
+		})
+		return func() { cancel(); wg.Wait() }
+	}
+
+	write(0, 6)
+	first := metrics.NewTally().ForgetFinished()
+	seq, err := metrics.Resume(ctx, srv.JS, first)
+	require.NoError(t, err)
+	require.Zero(t, seq, "no checkpoint yet")
+	follow(first)()
+	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, first)
+	require.NoError(t, err)
+	require.True(t, saved)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first)
+	require.NoError(t, err)
+	require.False(t, saved, "the checkpoint there is as far along")
+	at := first.Seq()
+
+	write(6, 12)
+	second := metrics.NewTally().ForgetFinished()
+	seq, err = metrics.Resume(ctx, srv.JS, second)
+	require.NoError(t, err)
+	require.Equal(t, at, seq)
+	want := first.Counts()
+	want.CaughtUp = false // until its reader notes where the log ends
+	require.Equal(t, want, second.Counts(), "restored as it was written")
+	stop := follow(second)
+	stop()
+	whole := metrics.NewTally().ForgetFinished()
+	follow(whole)()
+	require.Equal(t, whole.Counts(), second.Counts())
+	require.Equal(t, 4, second.Counts().Jobs[aggregate.StatusSending], "the jobs in flight, two of them restored")
+	require.Equal(t, whole.Remembered(), second.Remembered())
+
+	// An engine behind does not write over a checkpoint further along.
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second)
+	require.NoError(t, err)
+	require.True(t, saved)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first)
+	require.NoError(t, err)
+	require.False(t, saved, "a tally behind the checkpoint")
+	third := metrics.NewTally().ForgetFinished()
+	seq, err = metrics.Resume(ctx, srv.JS, third)
+	require.NoError(t, err)
+	require.Equal(t, last, seq)
+
+	// The log made again: the checkpoint is of the one before.
+	require.NoError(t, srv.JS.DeleteStream(ctx, snats.EventStream))
+	_, err = snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	fresh := metrics.NewTally().ForgetFinished()
+	_, err = metrics.Resume(ctx, srv.JS, fresh)
+	require.ErrorIs(t, err, metrics.ErrCheckpoint)
+	require.Zero(t, fresh.Seq())
+}
+
+// KeepCheckpoint writes the tally once it has moved, and once more as it
+// stops.
+func TestKeepCheckpoint(t *testing.T) {
+	srv, st := eventLog(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
+	require.NoError(t, err)
+	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
+	require.NoError(t, err)
+	tally := metrics.NewTally().ForgetFinished()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(2)
+	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	kctx, stopKeeping := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		defer close(kept)
+		metrics.KeepCheckpoint(kctx, srv.JS, tally, 10*time.Millisecond, nil)
+	}()
+
+	j := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "kettle", projectionstest.T0)
+	v, err := st.Append(ctx, j.S.JobID, 0, j.Log...)
+	require.NoError(t, err)
+	restoredAt := func() error {
+		fresh := metrics.NewTally().ForgetFinished()
+		seq, err := metrics.Resume(ctx, srv.JS, fresh)
+		if err != nil {
+			return err
+		}
+		if seq != v {
+			return fmt.Errorf("checkpoint at %d, not %d", seq, v)
+		}
+		return nil
+	}
+	natstest.WaitFor(t, 10*time.Second, restoredAt)
+
+	// The last one is written on the way out.
+	stopKeeping()
+	<-kept
+	j2 := projectionstest.NewJob(t, projectionstest.IDsFrom(1), "grinder", projectionstest.T0)
+	v, err = st.Append(ctx, j2.S.JobID, 0, j2.Log...)
+	require.NoError(t, err)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if tally.Seq() != v {
+			return fmt.Errorf("counted up to %d of %d", tally.Seq(), v)
+		}
+		return nil
+	})
+	_, err = metrics.SaveCheckpoint(ctx, srv.JS, tally)
+	require.NoError(t, err)
+	require.NoError(t, restoredAt())
+	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
+	require.NoError(t, err)
+	require.Contains(t, string(e.Value()), `"format":1`)
+}
