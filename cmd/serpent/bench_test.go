@@ -134,7 +134,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.NoError(t, printBench(&table, rep))
 	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "end to end, steady 200/s", "a job from its command to its last event", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
 		"replay, projection rebuild", "scale, seeding", "scale, load one job at 1000 jobs", "scale, load one job at 3000 jobs", "scale, engine process memory",
-		"scale, engine on the small log", "caught up (projections and metrics)", "scale, bench process memory", "memory, bench process"} {
+		"scale, engine on the small log", "caught up (projections and metrics)", "started again, caught up in", "from its metrics checkpoint at", "scale, bench process memory", "memory, bench process"} {
 		require.Contains(t, table.String(), want)
 	}
 }
@@ -197,6 +197,11 @@ func requireChild(t *testing.T, e benchChild, bin string, jobs int, projections 
 	require.Greater(t, e.CatchUpEventsPerSec, e.CatchUpMsgsPerSec, "a message holds an append's events")
 	require.NotNil(t, e.FreshJobs)
 	require.Equal(t, fresh, e.FreshJobs.Finished[aggregate.StatusSucceeded])
+	a := e.Restart
+	require.NotNil(t, a, "started again")
+	require.Empty(t, a.Why)
+	require.Greater(t, a.ResumedFrom, uint64(4*jobs/2), "from the checkpoint the first engine left")
+	require.Positive(t, a.PeakRSSMB)
 }
 
 func TestBenchOnAnExistingServerRefusesScale(t *testing.T) {

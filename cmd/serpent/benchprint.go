@@ -115,6 +115,17 @@ func printChild(tw io.Writer, row string, e benchChild, note string) {
 	if f := e.FreshJobs; f != nil {
 		fmt.Fprintf(tw, ", then %d fresh jobs at %.0f jobs/s (%s)", f.Jobs, f.JobsPerSec, finished(f.Finished))
 	}
+	if a := e.Restart; a != nil {
+		from := fmt.Sprintf("from its metrics checkpoint at %d", a.ResumedFrom)
+		if a.ResumedFrom == 0 {
+			from = "from the log's start (no checkpoint"
+			if a.Why != "" {
+				from += ": " + a.Why
+			}
+			from += ")"
+		}
+		fmt.Fprintf(tw, "; started again, caught up in %.1f s %s, %.0f MB peak RSS", a.CatchUpSeconds, from, a.PeakRSSMB)
+	}
 	fmt.Fprintln(tw)
 }
 

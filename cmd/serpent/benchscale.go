@@ -100,6 +100,22 @@ type benchChild struct {
 	RSSAfterCatchUpMB float64   `json:"rss_after_catch_up_mb"`
 	PeakRSSMB         float64   `json:"peak_rss_mb"`
 	FreshJobs         *benchE2E `json:"fresh_jobs,omitempty"`
+	// Restart is the engine started again on the same log after it
+	// stopped.
+	Restart *benchRestart `json:"restart,omitempty"`
+}
+
+// benchRestart is the engine started again on a log it has counted.
+type benchRestart struct {
+	// ResumedFrom is the sequence of the metrics checkpoint the engine
+	// found (0: none; Why says why it could not take one).
+	ResumedFrom uint64 `json:"resumed_from_seq"`
+	Why         string `json:"not_resumed,omitempty"`
+	// StartSeconds runs from exec to its status page being up,
+	// CatchUpSeconds from then to ready with its metrics at the log's end.
+	StartSeconds   float64 `json:"start_seconds"`
+	CatchUpSeconds float64 `json:"catch_up_seconds"`
+	PeakRSSMB      float64 `json:"peak_rss_mb"`
 }
 
 // seedSync is the fsync interval of the servers the bench seeds logs on:
