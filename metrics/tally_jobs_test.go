@@ -160,3 +160,26 @@ func TestTallyManyPurchasesOfOneJob(t *testing.T) {
 		})
 	}
 }
+
+// Live lists the jobs not finished, whatever their ids, and says whether
+// the tally has caught up.
+func TestTallyLive(t *testing.T) {
+	hexID := aggregate.JobID(projectionstest.T0, `{"q":"live"}`)
+	done := aggregate.JobID(projectionstest.T0, `{"q":"done"}`)
+	for _, tally := range []*metrics.Tally{metrics.NewTally(), metrics.NewTally().ForgetFinished()} {
+		f := &feeder{tally: tally}
+		at := func(id string, d events.Payload) events.Event {
+			return events.Event{JobID: id, Time: projectionstest.T0, Data: d}
+		}
+		for _, id := range []string{hexID, done, "job-x"} {
+			f.apply(at(id, events.JobScheduled{}))
+		}
+		f.apply(at(done, events.ObservationStored{Pages: 1}))
+		live, caughtUp := tally.Live()
+		require.Equal(t, []string{hexID, "job-x"}, live)
+		require.False(t, caughtUp, "the log's end not noted yet")
+		tally.CatchUpTo(f.seq)
+		_, caughtUp = tally.Live()
+		require.True(t, caughtUp)
+	}
+}

@@ -277,6 +277,50 @@ func TestTimersSurviveARestartAndTheSweepRepairsLostOnes(t *testing.T) {
 	}
 }
 
+// TestSweepJobsLooksAtTheJobsGiven: SweepJobs re-arms the lost timer of a
+// job it is given, leaves a job it is not given alone (Sweep would read
+// every job), and does nothing to a job that has a timer or has finished.
+func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", worker.Hooks{})
+	ctx := context.Background()
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	schedule := func(query string) string {
+		out, err := eng.Schedule(ctx, []byte(`{"slot":"`+future+`","query":"`+query+`","country":"US","language":"en","device":"mobile"}`), "test")
+		require.NoError(t, err)
+		return out.JobID
+	}
+	kept, lost, other := schedule("kept"), schedule("lost"), schedule("other")
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	for _, job := range []string{lost, other} {
+		require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(snats.TimerSubjectPrefix+job)))
+	}
+	armed := func(job string) bool {
+		_, err := work.GetLastMsgForSubject(ctx, snats.TimerSubjectPrefix+job)
+		return err == nil
+	}
+
+	rep, err := eng.SweepJobs(ctx, l.srv.JS, []string{kept, lost})
+	require.NoError(t, err)
+	require.Equal(t, worker.SweepReport{Jobs: 2, Live: 2, Rearmed: 1}, rep)
+	require.True(t, armed(lost))
+	require.False(t, armed(other), "not given: left to a sweep that is")
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{kept, lost})
+	require.NoError(t, err)
+	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
+
+	// A job given as in flight that has finished since has nothing to arm.
+	out, err := eng.Schedule(ctx, []byte(`{"slot":"`+time.Now().UTC().Format(time.RFC3339)+`","query":"now","country":"US","language":"en","device":"mobile"}`), "test")
+	require.NoError(t, err)
+	l.start(eng, 1)
+	require.Equal(t, aggregate.StatusSucceeded, l.waitTerminal([]string{out.JobID}, 30*time.Second)[out.JobID].Status)
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{out.JobID})
+	require.NoError(t, err)
+	require.Equal(t, worker.SweepReport{Jobs: 1, Live: 1}, rep)
+	require.False(t, armed(out.JobID))
+}
+
 // TestCrashWindowsOnJetStream plays a crash at each point where a process
 // may die, on a real JetStream server and the sandbox, and shows that the
 // job resumes on another worker and that the sandbox's ledger holds exactly

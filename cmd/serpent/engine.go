@@ -18,6 +18,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
@@ -205,7 +206,11 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.sweep(loops, eng, schedules, js, log)
+		var counted *metrics.Tally // the fold of the log the HTTP server keeps
+		if f.httpAddr != "" {
+			counted = tally
+		}
+		f.sweep(loops, eng, schedules, js, counted, log)
 	}()
 	wg.Wait()
 	if stopped != nil {
@@ -332,10 +337,21 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 }
 
 // sweep repairs lost timers, of jobs and of recurring schedules, at start
-// and then every sweepEvery.
-func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, log *slog.Logger) {
+// and then every sweepEvery. With a tally of the log (the one the HTTP
+// server keeps for the metrics), it looks only at the jobs the tally says
+// are in flight, once the tally has caught up with the log; without one,
+// at the last event of every job in the log (worker.Engine.Sweep).
+func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) {
 	for {
-		rep, err := eng.Sweep(ctx, js)
+		var (
+			rep worker.SweepReport
+			err error
+		)
+		if tally == nil {
+			rep, err = eng.Sweep(ctx, js)
+		} else if ids, ok := liveJobs(ctx, tally); ok {
+			rep, err = eng.SweepJobs(ctx, js, ids)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("sweep for lost timers failed", "err", err)
@@ -354,6 +370,21 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		case <-ctx.Done():
 			return
 		case <-time.After(f.sweepEvery):
+		}
+	}
+}
+
+// liveJobs waits until tally has caught up with the log and returns the
+// jobs it says are in flight; false if ctx ends first.
+func liveJobs(ctx context.Context, tally *metrics.Tally) ([]string, bool) {
+	for {
+		if ids, caughtUp := tally.Live(); caughtUp {
+			return ids, true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(time.Second):
 		}
 	}
 }

@@ -380,3 +380,35 @@ func TestMetricsResumeFromTheCheckpoint(t *testing.T) {
 	require.Contains(t, second.stderr.String(), "counting the event log from its checkpoint")
 	require.Contains(t, second.stderr.String(), fmt.Sprintf("seq=%d", last))
 }
+
+// TestSweepLooksAtTheJobsInFlight: an engine that keeps the metrics' fold
+// of the log sweeps for lost timers among the jobs that fold says are in
+// flight only, not every job of the log, and repairs a lost one.
+func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
+	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--log-level", "warn", "--sweep-every", "100ms")
+	base := r.opsURL(t)
+	_, js := natstest.Connect(t, r.natsURL)
+	publishJobs(t, js, "finished", 3)
+	waitFinished(t, base, 3)
+
+	slot := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second).Add(time.Second)
+	cmd := fmt.Sprintf(`{"slot":%q,"query":"lost timer","country":"US","language":"en","device":"mobile"}`, slot.Format(time.RFC3339))
+	_, err := js.Publish(t.Context(), snats.ScheduleSubject, []byte(cmd))
+	require.NoError(t, err)
+	work, err := js.Stream(t.Context(), snats.WorkStream)
+	require.NoError(t, err)
+	var job string
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		m, err := work.GetMsg(t.Context(), 0, jetstream.WithGetMsgSubject(snats.TimerSubjectPrefix+">"))
+		if err != nil {
+			return err
+		}
+		job = strings.TrimPrefix(m.Subject, snats.TimerSubjectPrefix)
+		return nil
+	})
+	require.NoError(t, work.Purge(t.Context(), jetstream.WithPurgeSubject(snats.TimerSubjectPrefix+job)))
+
+	waitFinished(t, base, 4)
+	require.Regexp(t, `sweep re-armed lost timers.* jobs=1 live=1 rearmed=1`, r.stderr.String())
+}
