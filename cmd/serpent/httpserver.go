@@ -32,10 +32,7 @@ type opsServer struct {
 	ops         opsFlags
 	metrics     *metrics.Metrics
 	tally       *metrics.Tally
-	// checkpointEvery is how often the tally's checkpoint is saved (0:
-	// metrics.DefaultCheckpointEvery).
-	checkpointEvery time.Duration
-	log             *slog.Logger
+	log         *slog.Logger
 	// now is the engine's clock (the server's, as the limiter reads it);
 	// nil for the machine's.
 	now func() time.Time
@@ -117,7 +114,10 @@ func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
 			s.log.Debug("metrics: counting the event log from its checkpoint", "seq", seq)
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); metrics.KeepCheckpoint(ctx, s.js, s.tally, s.checkpointEvery, s.log) }()
+		go func() {
+			defer wg.Done()
+			metrics.KeepCheckpoint(ctx, s.js, s.tally, metrics.DefaultCheckpointEvery, s.log)
+		}()
 		metrics.Follow(ctx, s.js, s.tally, s.log)
 	}()
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
