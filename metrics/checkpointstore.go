@@ -20,13 +20,14 @@ const DefaultCheckpointEvery = 30 * time.Second
 // Resume restores t, before it applies anything, from the checkpoint in
 // the serp_metrics bucket, and returns the stream sequence t resumes
 // after: 0, and t left as it was, when there is none, or none t can take
-// (another format, another log, a tally set otherwise). Follow then reads
-// the log from there.
+// (ErrCheckpoint: another format, another log, a sequence past the log's
+// end, a tally set otherwise). Follow then reads the log from there.
 func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, error) {
-	created, err := logCreated(ctx, js)
+	st, err := js.Stream(ctx, snats.EventStream)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("metrics: stream %s: %w", snats.EventStream, err)
 	}
+	info := st.CachedInfo()
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return 0, nil
@@ -41,7 +42,14 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, erro
 	if err != nil {
 		return 0, fmt.Errorf("metrics: checkpoint: %w", err)
 	}
-	if err := t.RestoreCheckpoint(e.Value(), created); err != nil {
+	var c struct {
+		Seq uint64 `json:"seq"`
+	}
+	if json.Unmarshal(e.Value(), &c) == nil && c.Seq > info.State.LastSeq {
+		// The log ends before it: not the log it was written of.
+		return 0, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
+	}
+	if err := t.RestoreCheckpoint(e.Value(), info.Created); err != nil {
 		return 0, err
 	}
 	return t.Seq(), nil

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +98,21 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	seq, err = metrics.Resume(ctx, srv.JS, third)
 	require.NoError(t, err)
 	require.Equal(t, last, seq)
+
+	// A checkpoint past the log's end is not of this log.
+	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
+	require.NoError(t, err)
+	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
+	require.NoError(t, err)
+	ahead := strings.Replace(string(e.Value()), fmt.Sprintf(`"seq":%d`, last), fmt.Sprintf(`"seq":%d`, last+1), 1)
+	require.NotEqual(t, string(e.Value()), ahead)
+	_, err = kv.Put(ctx, snats.MetricsCheckpointKey, []byte(ahead))
+	require.NoError(t, err)
+	_, err = metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
+	require.ErrorIs(t, err, metrics.ErrCheckpoint)
+	require.ErrorContains(t, err, "past the log's end")
+	_, err = kv.Put(ctx, snats.MetricsCheckpointKey, e.Value())
+	require.NoError(t, err)
 
 	// The log made again: the checkpoint is of the one before.
 	require.NoError(t, srv.JS.DeleteStream(ctx, snats.EventStream))
