@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +19,10 @@ import (
 // otherwise (TestCheckpointFormatPinned fails when the fields change).
 const CheckpointFormat = 1
 
-// MaxCheckpointBytes bounds a checkpoint: one that would be larger (many
-// jobs in flight, or a tally that does not forget finished jobs) is not
-// made, and the tally's next reader folds the log from an older one.
+// MaxCheckpointBytes bounds a checkpoint: one that would be larger (more
+// than some 34,000 jobs in flight, at 23 bytes each, or a tally that does
+// not forget finished jobs) is not made, and the tally's next reader
+// folds the log from an older one.
 const MaxCheckpointBytes = 768 << 10
 
 // ErrCheckpoint says a checkpoint cannot be restored: of another format,
@@ -72,9 +74,9 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	c := checkpoint{Format: CheckpointFormat, Log: log.UTC(), Seq: t.seq, Ver: t.ver, Forget: t.forget,
 		Counts: t.c, Recent: slices.Clone(t.recent)}
 	c.Counts.Seq, c.Counts.CaughtUp = 0, false
-	if n := 17 * len(t.jobs); n > MaxCheckpointBytes {
+	if n := base64.StdEncoding.EncodedLen(17 * len(t.jobs)); n > MaxCheckpointBytes {
 		t.mu.Unlock()
-		return nil, 0, fmt.Errorf("metrics: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs)+len(t.wide), MaxCheckpointBytes)
+		return nil, 0, fmt.Errorf("metrics: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs), MaxCheckpointBytes)
 	}
 	c.Packed = make([]byte, 0, 17*len(t.jobs))
 	for id, p := range t.jobs {
@@ -101,6 +103,13 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 		return nil, 0, fmt.Errorf("metrics: checkpoint of %d bytes: over %d", len(b), MaxCheckpointBytes)
 	}
 	return b, c.Seq, nil
+}
+
+// forgets reports whether t lets finished jobs go.
+func (t *Tally) forgets() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.forget
 }
 
 // RestoreCheckpoint makes t, a tally that has applied nothing yet, what

@@ -18,60 +18,69 @@ import (
 const DefaultCheckpointEvery = 30 * time.Second
 
 // Resume restores t, before it applies anything, from the checkpoint in
-// the serp_metrics bucket, and returns the stream sequence t resumes
-// after: 0, and t left as it was, when there is none, or none t can take
+// the serp_metrics bucket, and returns the stream sequence t resumes after
+// and the log t counts (its stream's creation time, which tells it apart
+// from a log made again under the same name; SaveCheckpoint and
+// KeepCheckpoint write checkpoints of that log only). The sequence is 0,
+// and t left as it was, when there is no checkpoint, or none t can take
 // (ErrCheckpoint: another format, another log, a sequence past the log's
 // end, a tally set otherwise). Follow then reads the log from there.
-func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, error) {
-	st, err := js.Stream(ctx, snats.EventStream)
+func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time.Time, error) {
+	info, err := logInfo(ctx, js)
 	if err != nil {
-		return 0, fmt.Errorf("metrics: stream %s: %w", snats.EventStream, err)
+		return 0, time.Time{}, err
 	}
-	info := st.CachedInfo()
+	log := info.Created
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return 0, nil
+		return 0, log, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("metrics: bucket %s: %w", snats.MetricsBucket, err)
+		return 0, log, fmt.Errorf("metrics: bucket %s: %w", snats.MetricsBucket, err)
 	}
 	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
+		return 0, log, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("metrics: checkpoint: %w", err)
+		return 0, log, fmt.Errorf("metrics: checkpoint: %w", err)
 	}
-	var c struct {
-		Seq uint64 `json:"seq"`
-	}
+	var c checkpoint
 	if json.Unmarshal(e.Value(), &c) == nil && c.Seq > info.State.LastSeq {
 		// The log ends before it: not the log it was written of.
-		return 0, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
+		return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
 	}
-	if err := t.RestoreCheckpoint(e.Value(), info.Created); err != nil {
-		return 0, err
+	if err := t.RestoreCheckpoint(e.Value(), log); err != nil {
+		return 0, log, err
 	}
-	return t.Seq(), nil
+	return t.Seq(), log, nil
 }
 
-// SaveCheckpoint writes t's checkpoint to the serp_metrics bucket, unless
-// the one there, of the same log and format, is as far along (another
-// engine wrote it); it reports whether it wrote. Engines share the one
-// checkpoint: every tally folds the same log the same way.
-func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally) (bool, error) {
-	created, err := logCreated(ctx, js)
+// SaveCheckpoint writes t's checkpoint, of the log t counts (log, as
+// Resume returned it), to the serp_metrics bucket, unless the one there
+// is as far along and one t could take (another engine wrote it); it
+// reports whether it wrote. It writes nothing if the stream is no longer
+// that log (it was made again meanwhile): what t counted is not of the
+// log there now. Engines share the one checkpoint: every tally folds the
+// same log the same way.
+func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time) (bool, error) {
+	info, err := logInfo(ctx, js)
 	if err != nil {
 		return false, err
+	}
+	if !info.Created.Equal(log) {
+		return false, fmt.Errorf("metrics: checkpoint not written: %s was made again (at %s) after this tally began counting it",
+			snats.EventStream, info.Created.UTC().Format(time.RFC3339Nano))
 	}
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if err != nil {
 		return false, fmt.Errorf("metrics: bucket %s: %w", snats.MetricsBucket, err)
 	}
-	b, seq, err := t.checkpoint(created)
+	b, seq, err := t.checkpoint(log)
 	if err != nil {
 		return false, err
 	}
+	forget := t.forgets()
 	for range 3 {
 		e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 		switch {
@@ -80,9 +89,11 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally) (bool
 		case err != nil:
 			return false, fmt.Errorf("metrics: checkpoint: %w", err)
 		default:
+			// One a tally could not take (Resume would refuse it) is
+			// written over whatever its sequence.
 			var there checkpoint
-			if json.Unmarshal(e.Value(), &there) == nil && there.Format == CheckpointFormat &&
-				there.Log.Equal(created) && there.Seq >= seq {
+			if json.Unmarshal(e.Value(), &there) == nil && there.Format == CheckpointFormat && there.Log.Equal(log) &&
+				there.Forget == forget && there.Seq <= info.State.LastSeq && there.Seq >= seq {
 				return false, nil
 			}
 			_, err = kv.Update(ctx, snats.MetricsCheckpointKey, b, e.Revision())
@@ -95,31 +106,46 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally) (bool
 		}
 		// Written meanwhile by another engine: compare with that one.
 	}
-	return false, nil
+	return false, errors.New("metrics: checkpoint not written: other engines wrote it three times meanwhile")
 }
 
-// KeepCheckpoint saves t's checkpoint (SaveCheckpoint) every interval
-// while t moves on, and once more when ctx ends, until then. A save that
-// fails is logged and tried at the next tick: the checkpoint only spares
+// KeepCheckpoint saves t's checkpoint of log (SaveCheckpoint) every
+// interval while t moves on, and once more when ctx ends, until then. A
+// zero log, when Resume could not read the stream, is the stream's as the
+// first save finds it. A save that fails is tried at the next tick, and
+// logged as a warning when saves begin to fail: the checkpoint only spares
 // an engine that starts some reading.
-func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, every time.Duration, log *slog.Logger) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time, every time.Duration, logger *slog.Logger) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if every <= 0 {
 		every = DefaultCheckpointEvery
 	}
-	saved := t.Seq()
+	saved, failing := t.Seq(), false
 	save := func(ctx context.Context) {
 		seq := t.Seq()
 		if seq <= saved {
 			return
 		}
-		if _, err := SaveCheckpoint(ctx, js, t); err != nil {
-			log.Debug("metrics: saving the checkpoint failed", "seq", seq, "err", err)
+		if log.IsZero() {
+			info, err := logInfo(ctx, js)
+			if err != nil {
+				logger.Debug("metrics: saving the checkpoint failed", "seq", seq, "err", err)
+				return
+			}
+			log = info.Created
+		}
+		if _, err := SaveCheckpoint(ctx, js, t, log); err != nil {
+			if !failing {
+				logger.Warn("metrics: saving the checkpoint failed; an engine that starts will count the log from an older one", "seq", seq, "err", err)
+			} else {
+				logger.Debug("metrics: saving the checkpoint failed", "seq", seq, "err", err)
+			}
+			failing = true
 			return
 		}
-		saved = seq
+		saved, failing = seq, false
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -136,12 +162,12 @@ func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, every
 	}
 }
 
-// logCreated is the event log's creation time, which tells it apart from
-// a log made again under the same name.
-func logCreated(ctx context.Context, js jetstream.JetStream) (time.Time, error) {
+// logInfo is the event stream's information: its creation time tells a
+// log apart from one made again under the same name.
+func logInfo(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo, error) {
 	st, err := js.Stream(ctx, snats.EventStream)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("metrics: stream %s: %w", snats.EventStream, err)
+		return nil, fmt.Errorf("metrics: stream %s: %w", snats.EventStream, err)
 	}
-	return st.CachedInfo().Created, nil
+	return st.CachedInfo(), nil
 }

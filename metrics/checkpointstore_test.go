@@ -59,21 +59,22 @@ func TestResumeFromCheckpoint(t *testing.T) {
 
 	write(0, 6)
 	first := metrics.NewTally().ForgetFinished()
-	seq, err := metrics.Resume(ctx, srv.JS, first)
+	seq, log, err := metrics.Resume(ctx, srv.JS, first)
 	require.NoError(t, err)
 	require.Zero(t, seq, "no checkpoint yet")
+	require.False(t, log.IsZero())
 	follow(first)()
-	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, first)
+	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, first, log)
 	require.NoError(t, err)
 	require.True(t, saved)
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first, log)
 	require.NoError(t, err)
 	require.False(t, saved, "the checkpoint there is as far along")
 	at := first.Seq()
 
 	write(6, 12)
 	second := metrics.NewTally().ForgetFinished()
-	seq, err = metrics.Resume(ctx, srv.JS, second)
+	seq, _, err = metrics.Resume(ctx, srv.JS, second)
 	require.NoError(t, err)
 	require.Equal(t, at, seq)
 	want := first.Counts()
@@ -88,14 +89,14 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.Equal(t, whole.Remembered(), second.Remembered())
 
 	// An engine behind does not write over a checkpoint further along.
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second, log)
 	require.NoError(t, err)
 	require.True(t, saved)
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first, log)
 	require.NoError(t, err)
 	require.False(t, saved, "a tally behind the checkpoint")
 	third := metrics.NewTally().ForgetFinished()
-	seq, err = metrics.Resume(ctx, srv.JS, third)
+	seq, _, err = metrics.Resume(ctx, srv.JS, third)
 	require.NoError(t, err)
 	require.Equal(t, last, seq)
 
@@ -108,20 +109,40 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.NotEqual(t, string(e.Value()), ahead)
 	_, err = kv.Put(ctx, snats.MetricsCheckpointKey, []byte(ahead))
 	require.NoError(t, err)
-	_, err = metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
+	_, _, err = metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
 	require.ErrorIs(t, err, metrics.ErrCheckpoint)
 	require.ErrorContains(t, err, "past the log's end")
-	_, err = kv.Put(ctx, snats.MetricsCheckpointKey, e.Value())
+	// One no tally could take is written over, even by a tally behind it.
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second, log)
 	require.NoError(t, err)
+	require.True(t, saved)
+	seq, _, err = metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
+	require.NoError(t, err)
+	require.Equal(t, last, seq)
+	// So is one of a tally that remembers every job.
+	full := metrics.NewTally()
+	follow(full)()
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, full, log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first, log)
+	require.NoError(t, err)
+	require.True(t, saved, "the one there is a tally's that remembers every job")
 
-	// The log made again: the checkpoint is of the one before.
+	// The log made again: the checkpoint is of the one before, and a
+	// tally that counted the one before writes none over it.
 	require.NoError(t, srv.JS.DeleteStream(ctx, snats.EventStream))
 	_, err = snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
+	write(12, 30)
+	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second, log)
+	require.ErrorContains(t, err, "made again")
+	require.False(t, saved)
 	fresh := metrics.NewTally().ForgetFinished()
-	_, err = metrics.Resume(ctx, srv.JS, fresh)
+	_, newLog, err := metrics.Resume(ctx, srv.JS, fresh)
 	require.ErrorIs(t, err, metrics.ErrCheckpoint)
 	require.Zero(t, fresh.Seq())
+	require.False(t, newLog.Equal(log))
 }
 
 // KeepCheckpoint writes the tally once it has moved, and once more as it
@@ -135,6 +156,8 @@ func TestKeepCheckpoint(t *testing.T) {
 	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
 	tally := metrics.NewTally().ForgetFinished()
+	_, log, err := metrics.Resume(ctx, srv.JS, tally)
+	require.NoError(t, err)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -145,7 +168,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		defer close(kept)
-		metrics.KeepCheckpoint(kctx, srv.JS, tally, 10*time.Millisecond, nil)
+		metrics.KeepCheckpoint(kctx, srv.JS, tally, log, 10*time.Millisecond, nil)
 	}()
 
 	j := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "kettle", projectionstest.T0)
@@ -153,7 +176,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	restoredAt := func() error {
 		fresh := metrics.NewTally().ForgetFinished()
-		seq, err := metrics.Resume(ctx, srv.JS, fresh)
+		seq, _, err := metrics.Resume(ctx, srv.JS, fresh)
 		if err != nil {
 			return err
 		}
@@ -164,9 +187,13 @@ func TestKeepCheckpoint(t *testing.T) {
 	}
 	natstest.WaitFor(t, 10*time.Second, restoredAt)
 
-	// The last one is written on the way out.
+	// The last one is written on the way out: by a keeper whose first
+	// tick is an hour away, stopped at once.
 	stopKeeping()
 	<-kept
+	hctx, stopHourly := context.WithCancel(ctx)
+	hourly := make(chan struct{})
+	go func() { defer close(hourly); metrics.KeepCheckpoint(hctx, srv.JS, tally, log, time.Hour, nil) }()
 	j2 := projectionstest.NewJob(t, projectionstest.IDsFrom(1), "grinder", projectionstest.T0)
 	v, err = st.Append(ctx, j2.S.JobID, 0, j2.Log...)
 	require.NoError(t, err)
@@ -176,9 +203,10 @@ func TestKeepCheckpoint(t *testing.T) {
 		}
 		return nil
 	})
-	_, err = metrics.SaveCheckpoint(ctx, srv.JS, tally)
-	require.NoError(t, err)
-	require.NoError(t, restoredAt())
+	require.Error(t, restoredAt(), "not written yet")
+	stopHourly()
+	<-hourly
+	require.NoError(t, restoredAt(), "written on the way out")
 	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 	require.NoError(t, err)
 	require.Contains(t, string(e.Value()), `"format":1`)

@@ -301,9 +301,15 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 		return err == nil
 	}
 
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, []string{kept, lost})
+	// A job whose log cannot be read, and an id no job can have, are
+	// counted and passed over; the jobs after them are still swept.
+	corrupt := aggregate.JobID(time.Now(), `{"q":"corrupt"}`)
+	_, err = l.srv.JS.Publish(ctx, snats.EventSubjectPrefix+corrupt, []byte("not an event"))
 	require.NoError(t, err)
-	require.Equal(t, worker.SweepReport{Jobs: 2, Live: 2, Rearmed: 1}, rep)
+
+	rep, err := eng.SweepJobs(ctx, l.srv.JS, []string{corrupt, "not a job", kept, lost})
+	require.NoError(t, err)
+	require.Equal(t, worker.SweepReport{Jobs: 4, Live: 4, Rearmed: 1, Unusable: 2}, rep)
 	require.True(t, armed(lost))
 	require.False(t, armed(other), "not given: left to a sweep that is")
 	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{kept, lost})

@@ -10,10 +10,15 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/store"
 )
 
 // SweepReport counts what a sweep saw.
 type SweepReport struct {
+	// Jobs are the jobs looked at: every job of the log for Sweep, the
+	// jobs given for SweepJobs. Live are those not finished (for
+	// SweepJobs, all it was given), Rearmed those whose timer was armed
+	// again, Unusable those whose events could not be read.
 	Jobs     int `json:"jobs"`
 	Live     int `json:"live"`
 	Rearmed  int `json:"rearmed"`
@@ -66,12 +71,8 @@ func (e *Engine) Sweep(ctx context.Context, js jetstream.JetStream) (SweepReport
 			e.log.Warn("sweep: unreadable last event", "job", jobID, "err", derr)
 		case !terminalEvent(ev):
 			rep.Live++
-			rearmed, err := e.sweepJob(ctx, work, jobID)
-			if err != nil {
+			if err := e.sweepJob(ctx, work, jobID, &rep); err != nil {
 				return rep, err
-			}
-			if rearmed {
-				rep.Rearmed++
 			}
 		}
 		meta, err := msg.Metadata()
@@ -94,28 +95,43 @@ func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids []st
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	for _, jobID := range ids {
-		rearmed, err := e.sweepJob(ctx, work, jobID)
-		if err != nil {
+		if err := e.sweepJob(ctx, work, jobID, &rep); err != nil {
 			return rep, err
-		}
-		if rearmed {
-			rep.Rearmed++
 		}
 	}
 	return rep, nil
 }
 
 // sweepJob arms a job's timer again from its state if it has neither a
-// timer nor a due message, and reports whether it did.
-func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID string) (bool, error) {
+// timer nor a due message, counting it in rep. A job whose events cannot
+// be read (corrupt, or an id no job can have) is counted unusable and
+// left, so that the jobs after it are still swept.
+func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID string, rep *SweepReport) error {
+	if err := events.ValidateJobID(jobID); err != nil {
+		rep.Unusable++
+		e.log.Warn("sweep: not a job id; left as it is", "job", jobID, "err", err)
+		return nil
+	}
 	armed, err := hasWake(ctx, work, jobID)
 	if err != nil {
-		return false, fmt.Errorf("sweep: %w", err)
+		return fmt.Errorf("sweep: %w", err)
 	}
 	if armed {
-		return false, nil
+		return nil
 	}
-	return e.rearm(ctx, jobID)
+	rearmed, err := e.rearm(ctx, jobID)
+	var corrupt *store.CorruptError
+	switch {
+	case errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid):
+		rep.Unusable++
+		e.log.Warn("sweep: the job's events cannot be read; its timer is left as it is", "job", jobID, "err", err)
+		return nil
+	case err != nil:
+		return err
+	case rearmed:
+		rep.Rearmed++
+	}
+	return nil
 }
 
 // terminalEvent reports whether a job whose last event is ev is finished.

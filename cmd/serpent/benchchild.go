@@ -104,7 +104,7 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 		return r, fmt.Errorf("bench: the log's last sequence: %w", err)
 	}
 	var again benchRestart
-	if again.ResumedFrom, err = metrics.Resume(ctx, js, metrics.NewTally().ForgetFinished()); err != nil {
+	if again.ResumedFrom, _, err = metrics.Resume(ctx, js, metrics.NewTally().ForgetFinished()); err != nil {
 		again.Why = err.Error()
 	}
 	q, err := b.startChild(ctx, bin, natsURL, r.Projections)

@@ -336,13 +336,19 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 	return nc, js, nil
 }
 
-// sweep repairs lost timers, of jobs and of recurring schedules, at start
+// sweep repairs lost timers, of recurring schedules and of jobs, at start
 // and then every sweepEvery. With a tally of the log (the one the HTTP
 // server keeps for the metrics), it looks only at the jobs the tally says
 // are in flight, once the tally has caught up with the log; without one,
 // at the last event of every job in the log (worker.Engine.Sweep).
 func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) {
 	for {
+		// The schedules first: they do not wait for the tally.
+		if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("sweep for lost schedule timers failed", "err", err)
+		} else if n > 0 {
+			log.Warn("sweep re-armed lost schedule timers", "schedules", n)
+		}
 		var (
 			rep worker.SweepReport
 			err error
@@ -355,13 +361,8 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("sweep for lost timers failed", "err", err)
-		case rep.Rearmed > 0:
-			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed)
-		}
-		if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("sweep for lost schedule timers failed", "err", err)
-		} else if n > 0 {
-			log.Warn("sweep re-armed lost schedule timers", "schedules", n)
+		case rep.Rearmed > 0 || rep.Unusable > 0:
+			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "unusable", rep.Unusable)
 		}
 		if f.sweepEvery <= 0 {
 			return

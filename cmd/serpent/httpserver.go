@@ -108,7 +108,8 @@ func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
 		defer wg.Done()
 		// Count the log from the checkpoint the engines keep, rather
 		// than from its start, and keep it.
-		if seq, err := metrics.Resume(ctx, s.js, s.tally); err != nil {
+		seq, counted, err := metrics.Resume(ctx, s.js, s.tally)
+		if err != nil {
 			s.log.Info("metrics: counting the event log from its start", "why", err)
 		} else if seq > 0 {
 			s.log.Debug("metrics: counting the event log from its checkpoint", "seq", seq)
@@ -116,7 +117,7 @@ func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			metrics.KeepCheckpoint(ctx, s.js, s.tally, metrics.DefaultCheckpointEvery, s.log)
+			metrics.KeepCheckpoint(ctx, s.js, s.tally, counted, metrics.DefaultCheckpointEvery, s.log)
 		}()
 		metrics.Follow(ctx, s.js, s.tally, s.log)
 	}()
