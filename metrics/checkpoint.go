@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -46,6 +45,15 @@ type checkpoint struct {
 	Wide        map[string]checkpointJob   `json:"wide,omitempty"`
 	Recent      []string                   `json:"recent,omitempty"`
 	Reconciling map[string]checkpointQueue `json:"reconciling,omitempty"`
+}
+
+// checkpointHead is what a checkpoint says of itself, read without the
+// jobs it holds.
+type checkpointHead struct {
+	Format int       `json:"format"`
+	Log    time.Time `json:"log"`
+	Seq    uint64    `json:"seq"`
+	Forget bool      `json:"forget"`
 }
 
 type checkpointJob struct {
@@ -156,14 +164,15 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 			queue[id] = waiting{reason: w.Reason, since: w.Since}
 		}
 	}
-	counts := NewTally().c
-	maps.Copy(counts.Jobs, c.Counts.Jobs)
-	maps.Copy(counts.Events, c.Counts.Events)
-	maps.Copy(counts.Sends, c.Counts.Sends)
-	maps.Copy(counts.Rotations, c.Counts.Rotations)
-	maps.Copy(counts.Reconciliations, c.Counts.Reconciliations)
-	counts.Purchases, counts.ResultPages, counts.ChargedPages = c.Counts.Purchases, c.Counts.ResultPages, c.Counts.ChargedPages
-	counts.DoubleCharges, counts.Undecodable = c.Counts.DoubleCharges, c.Counts.Undecodable
+	counts := c.Counts // the maps are the checkpoint's own, fresh from JSON
+	if counts.Jobs == nil {
+		counts.Jobs = map[aggregate.Status]int{}
+	}
+	for _, m := range []*map[string]uint64{&counts.Events, &counts.Sends, &counts.Rotations, &counts.Reconciliations} {
+		if *m == nil { // null in the JSON
+			*m = map[string]uint64{}
+		}
+	}
 
 	t.jobs, t.wide, t.reconciling, t.recent, t.c = jobs, wide, queue, c.Recent, counts
 	t.seq, t.ver = c.Seq, c.Ver

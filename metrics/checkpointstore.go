@@ -45,7 +45,7 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 	if err != nil {
 		return 0, log, fmt.Errorf("metrics: checkpoint: %w", err)
 	}
-	var c checkpoint
+	var c checkpointHead
 	if json.Unmarshal(e.Value(), &c) == nil && c.Seq > info.State.LastSeq {
 		// The log ends before it: not the log it was written of.
 		return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
@@ -91,7 +91,7 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 		default:
 			// One a tally could not take (Resume would refuse it) is
 			// written over whatever its sequence.
-			var there checkpoint
+			var there checkpointHead
 			if json.Unmarshal(e.Value(), &there) == nil && there.Format == CheckpointFormat && there.Log.Equal(log) &&
 				there.Forget == forget && there.Seq <= info.State.LastSeq && there.Seq >= seq {
 				return false, nil

@@ -63,13 +63,23 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, seq, "no checkpoint yet")
 	require.False(t, log.IsZero())
+	// save writes tally's checkpoint and requires it written or not.
+	save := func(tally *metrics.Tally, written bool, msgAndArgs ...any) {
+		t.Helper()
+		saved, err := metrics.SaveCheckpoint(ctx, srv.JS, tally, log)
+		require.NoError(t, err)
+		require.Equal(t, written, saved, msgAndArgs...)
+	}
+	// resumed is where a fresh tally resumes from the checkpoint.
+	resumed := func() uint64 {
+		t.Helper()
+		seq, _, err := metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
+		require.NoError(t, err)
+		return seq
+	}
 	follow(first)()
-	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, first, log)
-	require.NoError(t, err)
-	require.True(t, saved)
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first, log)
-	require.NoError(t, err)
-	require.False(t, saved, "the checkpoint there is as far along")
+	save(first, true)
+	save(first, false, "the checkpoint there is as far along")
 	at := first.Seq()
 
 	write(6, 12)
@@ -89,16 +99,9 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.Equal(t, whole.Remembered(), second.Remembered())
 
 	// An engine behind does not write over a checkpoint further along.
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second, log)
-	require.NoError(t, err)
-	require.True(t, saved)
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first, log)
-	require.NoError(t, err)
-	require.False(t, saved, "a tally behind the checkpoint")
-	third := metrics.NewTally().ForgetFinished()
-	seq, _, err = metrics.Resume(ctx, srv.JS, third)
-	require.NoError(t, err)
-	require.Equal(t, last, seq)
+	save(second, true)
+	save(first, false, "a tally behind the checkpoint")
+	require.Equal(t, last, resumed())
 
 	// A checkpoint past the log's end is not of this log.
 	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
@@ -113,21 +116,13 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.ErrorIs(t, err, metrics.ErrCheckpoint)
 	require.ErrorContains(t, err, "past the log's end")
 	// One no tally could take is written over, even by a tally behind it.
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second, log)
-	require.NoError(t, err)
-	require.True(t, saved)
-	seq, _, err = metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
-	require.NoError(t, err)
-	require.Equal(t, last, seq)
+	save(second, true)
+	require.Equal(t, last, resumed())
 	// So is one of a tally that remembers every job.
 	full := metrics.NewTally()
 	follow(full)()
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, full, log)
-	require.NoError(t, err)
-	require.True(t, saved)
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, first, log)
-	require.NoError(t, err)
-	require.True(t, saved, "the one there is a tally's that remembers every job")
+	save(full, true)
+	save(first, true, "the one there is a tally's that remembers every job")
 
 	// The log made again: the checkpoint is of the one before, and a
 	// tally that counted the one before writes none over it.
@@ -135,7 +130,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	_, err = snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
 	write(12, 30)
-	saved, err = metrics.SaveCheckpoint(ctx, srv.JS, second, log)
+	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, second, log)
 	require.ErrorContains(t, err, "made again")
 	require.False(t, saved)
 	fresh := metrics.NewTally().ForgetFinished()
