@@ -28,8 +28,10 @@ type SweepReport struct {
 // Sweep re-arms timers that were lost for any reason (a purged work
 // stream, a bug, an operator's mistake): every job whose last event is not
 // terminal and that has neither a timer nor a due message is armed again
-// from its state. It reads the last event of every job, so it is run at
-// start-up and now and then, not on the hot path.
+// from its state. It reads the last event of every job, which at millions
+// of jobs takes longer than the server's requests may (and holds its
+// other requests meanwhile): serpent run sweeps with SweepJobs instead,
+// given the jobs in flight by the metrics' fold of the log.
 func (e *Engine) Sweep(ctx context.Context, js jetstream.JetStream) (SweepReport, error) {
 	var rep SweepReport
 	work, err := js.Stream(ctx, snats.WorkStream)

@@ -122,6 +122,11 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err := worker.AddScheduleEndpoints(ctx, svc, schedules); err != nil {
 		return fmt.Errorf("micro service: %w", err)
 	}
+	// The fold of the log: the HTTP server shows it, and the sweep takes
+	// the jobs in flight from it. An engine that serves neither HTTP nor
+	// a periodic sweep stops it after the sweep at start.
+	stopFold := keepFold(js, tally, log)
+	cleanup = append(cleanup, stopFold)
 	if f.httpAddr != "" {
 		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now}
 		addr, stop, err := ops.serveHTTP(f.httpAddr)
@@ -206,11 +211,11 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		var counted *metrics.Tally // the fold of the log the HTTP server keeps
-		if f.httpAddr != "" {
-			counted = tally
-		}
-		f.sweep(loops, eng, schedules, js, counted, log)
+		f.sweep(loops, eng, schedules, js, tally, func() {
+			if f.httpAddr == "" {
+				stopFold()
+			}
+		}, log)
 	}()
 	wg.Wait()
 	if stopped != nil {
@@ -337,11 +342,12 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 }
 
 // sweep repairs lost timers, of recurring schedules and of jobs, at start
-// and then every sweepEvery. With a tally of the log (the one the HTTP
-// server keeps for the metrics), it looks only at the jobs the tally says
-// are in flight, once the tally has caught up with the log; without one,
-// at the last event of every job in the log (worker.Engine.Sweep).
-func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) {
+// and then every sweepEvery. It looks only at the jobs tally (the
+// metrics' fold of the log) says are in flight, once tally has caught up
+// with the log, so its cost follows the jobs in flight, not the jobs ever
+// run. With no sweeps after the first (sweepEvery 0), it calls once
+// after that one, and then returns.
+func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, once func(), log *slog.Logger) {
 	for {
 		// The schedules first: they do not wait for the tally.
 		if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
@@ -353,9 +359,7 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 			rep worker.SweepReport
 			err error
 		)
-		if tally == nil {
-			rep, err = eng.Sweep(ctx, js)
-		} else if ids, ok := liveJobs(ctx, tally); ok {
+		if ids, ok := liveJobs(ctx, tally); ok {
 			rep, err = eng.SweepJobs(ctx, js, ids)
 		}
 		switch {
@@ -365,6 +369,7 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "unusable", rep.Unusable)
 		}
 		if f.sweepEvery <= 0 {
+			once()
 			return
 		}
 		select {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -47,7 +46,7 @@ func (s *opsServer) clock() time.Time {
 }
 
 // newEngineMetrics returns the registry of "serpent run" (worker is its
-// name) and the tally of the log it shows; the tally is fed by serveHTTP.
+// name) and the tally of the log it shows; the tally is fed by keepFold.
 // now is the engine's clock: the accounts' slots, pauses and spending
 // days are stamped by the server's, and read by it too.
 func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time) (*metrics.Metrics, *metrics.Tally) {
@@ -93,34 +92,13 @@ func (s *opsServer) handler() http.Handler {
 	return mux
 }
 
-// serveHTTP listens on addr and serves until stop is called; meanwhile it
-// feeds the tally from the event log. It returns the address it listens
-// on.
+// serveHTTP listens on addr and serves until stop is called. It returns
+// the address it listens on. The tally it shows is fed by keepFold.
 func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("HTTP endpoint on %s: %w (use --http)", addr, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// Count the log from the checkpoint the engines keep, rather
-		// than from its start, and keep it.
-		seq, counted, err := metrics.Resume(ctx, s.js, s.tally)
-		if err != nil {
-			s.log.Info("metrics: counting the event log from its start", "why", err)
-		} else if seq > 0 {
-			s.log.Debug("metrics: counting the event log from its checkpoint", "seq", seq)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			metrics.KeepCheckpoint(ctx, s.js, s.tally, counted, metrics.DefaultCheckpointEvery, s.log)
-		}()
-		metrics.Follow(ctx, s.js, s.tally, s.log)
-	}()
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -131,8 +109,6 @@ func (s *opsServer) serveHTTP(addr string) (string, func(), error) {
 		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer scancel()
 		_ = srv.Shutdown(sctx)
-		cancel()
-		wg.Wait()
 	}
 	return ln.Addr().String(), stop, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -381,17 +382,69 @@ func TestMetricsResumeFromTheCheckpoint(t *testing.T) {
 	require.Contains(t, second.stderr.String(), fmt.Sprintf("seq=%d", last))
 }
 
-// TestSweepLooksAtTheJobsInFlight: an engine that keeps the metrics' fold
-// of the log sweeps for lost timers among the jobs that fold says are in
-// flight only, not every job of the log, and repairs a lost one.
+// TestSweepLooksAtTheJobsInFlight: an engine sweeps for lost timers
+// among the jobs the metrics' fold of the log says are in flight only, not
+// every job of the log, and repairs a lost one, whether it serves HTTP
+// (and so shows that fold) or not.
 func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
-	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-		"--log-level", "warn", "--sweep-every", "100ms")
-	base := r.opsURL(t)
-	_, js := natstest.Connect(t, r.natsURL)
-	publishJobs(t, js, "finished", 3)
-	waitFinished(t, base, 3)
+	for name, http := range map[string]string{"with HTTP": "127.0.0.1:0", "without HTTP": ""} {
+		t.Run(name, func(t *testing.T) {
+			r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", http,
+				"--log-level", "warn", "--sweep-every", "100ms")
+			_, js := natstest.Connect(t, r.natsURL)
+			publishJobs(t, js, "finished", 3)
+			waitAllTerminal(t, js, waitJobsInLog(t, js, 3))
 
+			job := loseATimer(t, js)
+			waitAllTerminal(t, js, []string{job})
+			require.Regexp(t, `sweep re-armed lost timers.* jobs=1 live=1 rearmed=1`, r.stderr.String())
+		})
+	}
+}
+
+// TestSweepAtStartWithoutHTTP: an engine that neither serves HTTP nor
+// sweeps after its start still sweeps the jobs in flight at start,
+// folding the log for them, and then stops folding it.
+func TestSweepAtStartWithoutHTTP(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data", dir, "--nats-listen", "127.0.0.1:0", "--http", "", "--log-level", "warn", "--sweep-every", "0"}
+	first := startEngine(t, nil, args...)
+	_, js := natstest.Connect(t, first.natsURL)
+	publishJobs(t, js, "finished", 3)
+	waitAllTerminal(t, js, waitJobsInLog(t, js, 3))
+	job := loseATimer(t, js)
+	before, err := eventLogLastSeq(t.Context(), js)
+	require.NoError(t, err)
+	first.stop(t)
+	require.NotContains(t, first.stderr.String(), "sweep re-armed lost timers")
+
+	second := startEngine(t, nil, args...)
+	_, js = natstest.Connect(t, second.natsURL)
+	waitAllTerminal(t, js, []string{job})
+	require.Regexp(t, `sweep re-armed lost timers.* jobs=1 live=1 rearmed=1`, second.stderr.String())
+
+	// The fold stopped after the sweep, leaving its checkpoint of the log
+	// as it read it then: before the jobs that came after.
+	publishJobs(t, js, "after", 2)
+	waitAllTerminal(t, js, waitJobsInLog(t, js, 6))
+	last, err := eventLogLastSeq(t.Context(), js)
+	require.NoError(t, err)
+	kv, err := js.KeyValue(t.Context(), snats.MetricsBucket)
+	require.NoError(t, err)
+	e, err := kv.Get(t.Context(), snats.MetricsCheckpointKey)
+	require.NoError(t, err)
+	var head struct {
+		Seq uint64 `json:"seq"`
+	}
+	require.NoError(t, json.Unmarshal(e.Value(), &head))
+	require.GreaterOrEqual(t, head.Seq, before)
+	require.Less(t, head.Seq, last)
+}
+
+// loseATimer schedules a job a few seconds ahead, waits for its timer,
+// deletes it, and returns the job's id: only a sweep can wake it now.
+func loseATimer(t *testing.T, js jetstream.JetStream) string {
+	t.Helper()
 	slot := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second).Add(time.Second)
 	cmd := fmt.Sprintf(`{"slot":%q,"query":"lost timer","country":"US","language":"en","device":"mobile"}`, slot.Format(time.RFC3339))
 	_, err := js.Publish(t.Context(), snats.ScheduleSubject, []byte(cmd))
@@ -408,7 +461,29 @@ func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, work.Purge(t.Context(), jetstream.WithPurgeSubject(snats.TimerSubjectPrefix+job)))
+	return job
+}
 
-	waitFinished(t, base, 4)
-	require.Regexp(t, `sweep re-armed lost timers.* jobs=1 live=1 rearmed=1`, r.stderr.String())
+// waitJobsInLog waits until the event log holds n jobs and returns their
+// ids.
+func waitJobsInLog(t *testing.T, js jetstream.JetStream, n int) []string {
+	t.Helper()
+	st, err := js.Stream(t.Context(), snats.EventStream)
+	require.NoError(t, err)
+	var ids []string
+	natstest.WaitFor(t, time.Minute, func() error {
+		info, err := st.Info(t.Context(), jetstream.WithSubjectFilter(snats.EventSubjectPrefix+">"))
+		if err != nil {
+			return err
+		}
+		ids = ids[:0]
+		for subj := range info.State.Subjects {
+			ids = append(ids, strings.TrimPrefix(subj, snats.EventSubjectPrefix))
+		}
+		if len(ids) < n {
+			return fmt.Errorf("%d of %d jobs in the log", len(ids), n)
+		}
+		return nil
+	})
+	return ids
 }
