@@ -110,19 +110,22 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 }
 
 // KeepCheckpoint saves t's checkpoint of log (SaveCheckpoint) every
-// interval while t moves on, and once more when ctx ends, until then. A
+// interval while t has moved past the last one saved, and once more when
+// ctx ends, until then. from is the sequence of the checkpoint t was
+// restored from (as Resume returned it; 0 for none): t is saved once it
+// is past that, however far t had counted when KeepCheckpoint began. A
 // zero log, when Resume could not read the stream, is the stream's as the
 // first save finds it. A save that fails is tried at the next tick, and
 // logged as a warning when saves begin to fail: the checkpoint only spares
 // an engine that starts some reading.
-func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time, every time.Duration, logger *slog.Logger) {
+func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time, from uint64, every time.Duration, logger *slog.Logger) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if every <= 0 {
 		every = DefaultCheckpointEvery
 	}
-	saved, failing := t.Seq(), false
+	saved, failing := from, false
 	save := func(ctx context.Context) {
 		seq := t.Seq()
 		if seq <= saved {

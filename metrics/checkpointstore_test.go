@@ -151,7 +151,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
 	tally := metrics.NewTally().ForgetFinished()
-	_, log, err := metrics.Resume(ctx, srv.JS, tally)
+	from, log, err := metrics.Resume(ctx, srv.JS, tally)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -163,7 +163,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		defer close(kept)
-		metrics.KeepCheckpoint(kctx, srv.JS, tally, log, 10*time.Millisecond, nil)
+		metrics.KeepCheckpoint(kctx, srv.JS, tally, log, from, 10*time.Millisecond, nil)
 	}()
 
 	j := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "kettle", projectionstest.T0)
@@ -183,12 +183,12 @@ func TestKeepCheckpoint(t *testing.T) {
 	natstest.WaitFor(t, 10*time.Second, restoredAt)
 
 	// The last one is written on the way out: by a keeper whose first
-	// tick is an hour away, stopped at once.
+	// tick is an hour away, stopped at once. It begins after the tally
+	// has counted past the checkpoint it says it was restored from, and
+	// still writes.
 	stopKeeping()
 	<-kept
-	hctx, stopHourly := context.WithCancel(ctx)
-	hourly := make(chan struct{})
-	go func() { defer close(hourly); metrics.KeepCheckpoint(hctx, srv.JS, tally, log, time.Hour, nil) }()
+	first := v
 	j2 := projectionstest.NewJob(t, projectionstest.IDsFrom(1), "grinder", projectionstest.T0)
 	v, err = st.Append(ctx, j2.S.JobID, 0, j2.Log...)
 	require.NoError(t, err)
@@ -199,6 +199,9 @@ func TestKeepCheckpoint(t *testing.T) {
 		return nil
 	})
 	require.Error(t, restoredAt(), "not written yet")
+	hctx, stopHourly := context.WithCancel(ctx)
+	hourly := make(chan struct{})
+	go func() { defer close(hourly); metrics.KeepCheckpoint(hctx, srv.JS, tally, log, first, time.Hour, nil) }()
 	stopHourly()
 	<-hourly
 	require.NoError(t, restoredAt(), "written on the way out")

@@ -84,8 +84,8 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 		r.Seeded = &seeded
 	}
 	// Nothing else running: the engine's projections are up to date, and
-	// it is done starting (its sweep for lost timers reads the last event
-	// of every job).
+	// it is done starting (its metrics' fold of the log has caught up for
+	// its sweep for lost timers, and stopped).
 	if err := waitProjections(ctx, b.js, time.Hour); err != nil {
 		return r, fmt.Errorf("bench replay: %w", err)
 	}

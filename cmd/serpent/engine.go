@@ -359,7 +359,7 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 			rep worker.SweepReport
 			err error
 		)
-		if ids, ok := liveJobs(ctx, tally); ok {
+		if ids, ok := liveJobs(ctx, tally, f.sweepEvery, log); ok {
 			rep, err = eng.SweepJobs(ctx, js, ids)
 		}
 		switch {
@@ -381,16 +381,36 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 }
 
 // liveJobs waits until tally has caught up with the log and returns the
-// jobs it says are in flight; false if ctx ends first.
-func liveJobs(ctx context.Context, tally *metrics.Tally) ([]string, bool) {
+// jobs it says are in flight; false if ctx ends first, or wait (when not
+// 0) passes first, so that a fold that cannot catch up does not hold the
+// next round's sweep of the schedules. A wait of more than a minute is
+// logged, once.
+func liveJobs(ctx context.Context, tally *metrics.Tally, wait time.Duration, log *slog.Logger) ([]string, bool) {
+	start, warned := time.Now(), false
+	poll := time.Second
+	if wait > 0 {
+		poll = min(poll, wait)
+	}
 	for {
 		if ids, caughtUp := tally.Live(); caughtUp {
+			if warned {
+				log.Info("sweep for lost timers: the metrics' fold of the log has caught up", "waited", time.Since(start).Round(time.Second))
+			}
 			return ids, true
+		}
+		waited := time.Since(start)
+		if wait > 0 && waited >= wait {
+			log.Warn("sweep for lost timers skipped: the metrics' fold of the log has not caught up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq())
+			return nil, false
+		}
+		if !warned && waited >= time.Minute {
+			log.Warn("sweep for lost timers waits for the metrics' fold of the log to catch up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq())
+			warned = true
 		}
 		select {
 		case <-ctx.Done():
 			return nil, false
-		case <-time.After(time.Second):
+		case <-time.After(poll):
 		}
 	}
 }

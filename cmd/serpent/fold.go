@@ -31,7 +31,7 @@ func keepFold(js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) (s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			metrics.KeepCheckpoint(ctx, js, tally, counted, metrics.DefaultCheckpointEvery, log)
+			metrics.KeepCheckpoint(ctx, js, tally, counted, seq, metrics.DefaultCheckpointEvery, log)
 		}()
 		metrics.Follow(ctx, js, tally, log)
 	}()

@@ -416,7 +416,9 @@ func TestSweepAtStartWithoutHTTP(t *testing.T) {
 	before, err := eventLogLastSeq(t.Context(), js)
 	require.NoError(t, err)
 	first.stop(t)
-	require.NotContains(t, first.stderr.String(), "sweep re-armed lost timers")
+	// Its one sweep may have come while the intake still held a job's
+	// command (and so armed a timer it did not need); never the lost one.
+	require.NotRegexp(t, "arming it again[^\n]*job="+job, first.stderr.String())
 
 	second := startEngine(t, nil, args...)
 	_, js = natstest.Connect(t, second.natsURL)
@@ -432,7 +434,7 @@ func TestSweepAtStartWithoutHTTP(t *testing.T) {
 	kv, err := js.KeyValue(t.Context(), snats.MetricsBucket)
 	require.NoError(t, err)
 	e, err := kv.Get(t.Context(), snats.MetricsCheckpointKey)
-	require.NoError(t, err)
+	require.NoError(t, err, "no checkpoint; the engine said:\n%s", second.stderr)
 	var head struct {
 		Seq uint64 `json:"seq"`
 	}
