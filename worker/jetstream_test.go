@@ -12,6 +12,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/worker"
@@ -315,6 +316,18 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{kept, lost})
 	require.NoError(t, err)
 	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
+
+	// A job claimed under a lease that runs (a worker sending it, or one
+	// that died after its Sent, before arming its timer) is armed at the
+	// lease's end, and counted as held: most such jobs are being sent.
+	claim := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "claimed", time.Now())
+	claim.Send()
+	_, err = l.store.Append(ctx, claim.S.JobID, 0, claim.Log...)
+	require.NoError(t, err)
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{claim.S.JobID})
+	require.NoError(t, err)
+	require.Equal(t, worker.SweepReport{Jobs: 1, Live: 1, Rearmed: 1, Held: 1}, rep)
+	require.True(t, armed(claim.S.JobID))
 
 	// A job given as in flight that has finished since has nothing to arm.
 	out, err := eng.Schedule(ctx, []byte(`{"slot":"`+time.Now().UTC().Format(time.RFC3339)+`","query":"now","country":"US","language":"en","device":"mobile"}`), "test")

@@ -18,10 +18,15 @@ type SweepReport struct {
 	// Jobs are the jobs looked at: every job of the log for Sweep, the
 	// jobs given for SweepJobs. Live are those not finished (for
 	// SweepJobs, all it was given), Rearmed those whose timer was armed
-	// again, Unusable those whose events could not be read.
+	// again, Unusable those whose events could not be read. Held are the
+	// rearmed jobs claimed under a lease that had not ended: a worker
+	// sending them arms their timer when it is done, so they were most
+	// likely not lost (their timer is armed at the lease's end all the
+	// same, in case that worker died).
 	Jobs     int `json:"jobs"`
 	Live     int `json:"live"`
 	Rearmed  int `json:"rearmed"`
+	Held     int `json:"held"`
 	Unusable int `json:"unusable"`
 }
 
@@ -121,7 +126,7 @@ func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID stri
 	if armed {
 		return nil
 	}
-	rearmed, err := e.rearm(ctx, jobID)
+	rearmed, held, err := e.rearm(ctx, jobID)
 	var corrupt *store.CorruptError
 	switch {
 	case errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid):
@@ -132,6 +137,9 @@ func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID stri
 		return err
 	case rearmed:
 		rep.Rearmed++
+		if held {
+			rep.Held++
+		}
 	}
 	return nil
 }
@@ -167,16 +175,24 @@ func hasMessage(ctx context.Context, work jetstream.Stream, subjects ...string) 
 }
 
 // rearm arms a job's timer from its state, and reports whether it did (a
-// finished job has none to arm).
-func (e *Engine) rearm(ctx context.Context, jobID string) (bool, error) {
+// finished job has none to arm) and whether the job was claimed under a
+// lease that has not ended (SweepReport.Held).
+func (e *Engine) rearm(ctx context.Context, jobID string) (rearmed, held bool, err error) {
 	s, err := e.State(ctx, jobID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	next := s.Next(e.cfg.Now())
+	now := e.cfg.Now()
+	next := s.Next(now)
 	if next.Step == aggregate.StepDone {
-		return false, nil
+		return false, false, nil
 	}
-	e.jobLog(jobID, s).Warn("sweep: the job had no timer; arming it again", "at", next.At)
-	return true, e.cfg.Timers.Arm(ctx, jobID, next.At)
+	held = s.Status == aggregate.StatusSending && now.Before(s.Lease.Until)
+	if held {
+		e.jobLog(jobID, s).Debug("sweep: the job is claimed and its lease runs; arming its timer at the lease's end in case its worker died",
+			"worker", s.Lease.Worker, "at", next.At)
+	} else {
+		e.jobLog(jobID, s).Warn("sweep: the job had no timer; arming it again", "at", next.At)
+	}
+	return true, held, e.cfg.Timers.Arm(ctx, jobID, next.At)
 }

@@ -365,8 +365,10 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("sweep for lost timers failed", "err", err)
-		case rep.Rearmed > 0 || rep.Unusable > 0:
-			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "unusable", rep.Unusable)
+		case rep.Rearmed > rep.Held || rep.Unusable > 0:
+			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "held", rep.Held, "unusable", rep.Unusable)
+		case rep.Held > 0:
+			log.Debug("sweep armed the timers of jobs claimed under a running lease", "jobs", rep.Jobs, "live", rep.Live, "held", rep.Held)
 		}
 		if f.sweepEvery <= 0 {
 			once()
