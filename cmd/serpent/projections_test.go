@@ -104,6 +104,9 @@ func (v *views) tables(t *testing.T) {
 		{"one job", []string{"status", job}, []string{"status        succeeded", `"espresso scale" US/en desktop`, "key 1"}, 0},
 		{"jobs by state", []string{"status", "--state", "succeeded"}, []string{"JOB", job, v.jobs[2], "3 jobs"}, 0},
 		{"no job in that state", []string{"status", "--state", "reconciling"}, []string{"0 jobs"}, 0},
+		{"the newest jobs", []string{"status", "--limit", "2"}, []string{"JOB", "2 of 3 jobs, the newest (--limit 0 lists every one)"}, 0},
+		{"every job", []string{"status", "--limit", "0"}, []string{"3 jobs"}, 0},
+		{"a bad limit", []string{"status", "--limit", "-1"}, nil, 2},
 		{"an unknown job", []string{"status", "0123456789abcdef0123456789abcdef"}, nil, 1},
 		{"a bad state", []string{"status", "--state", "done"}, nil, 2},
 		{"days", []string{"ledger"}, []string{"DAY", "SEARCHES", "EST. SPEND", "~$"}, 0},
@@ -142,6 +145,11 @@ func (v *views) jsonOutput(t *testing.T) {
 	for i := 1; i < len(list); i++ {
 		require.False(t, list[i].Updated.After(list[i-1].Updated), "newest first, as the README says")
 	}
+	out, err = cli(t, url, "status", "-o", "json", "--limit", "1")
+	require.NoError(t, err)
+	var newest []statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &newest), "only JSON on stdout")
+	require.Equal(t, list[:1], newest)
 
 	out, err = cli(t, url, "ledger", "-o", "json")
 	require.NoError(t, err)

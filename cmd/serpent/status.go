@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,11 +36,12 @@ func runStatus(ctx context.Context, args []string, env func(string) string, stdo
 	nf.register(fs)
 	out := outputFlag(fs)
 	state := fs.String("state", "", "list only jobs in this state ("+statusNames()+")")
+	limit := fs.Int("limit", defaultStatusLimit, "list at most this many jobs, the newest (0: every one)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: serpent status [JOB_ID] [--state S] [flags]
+		fmt.Fprint(fs.Output(), `Usage: serpent status [JOB_ID] [--state S] [--limit N] [flags]
 
-Shows one job's status, or lists every job (only those in state S with
---state), as the serp_status bucket holds them. Flags:
+Shows one job's status, or lists the newest jobs (only those in state S
+with --state), as the serp_status bucket holds them. Flags:
 
 `)
 		fs.PrintDefaults()
@@ -56,6 +58,9 @@ Shows one job's status, or lists every job (only those in state S with
 	}
 	if len(pos) > 1 || len(pos) == 1 && *state != "" {
 		return fmt.Errorf("%w: status takes one job id, or --state, or nothing", errUsage)
+	}
+	if *limit < 0 {
+		return fmt.Errorf("%w: --limit %d: use 0 for every job, or a positive number", errUsage, *limit)
 	}
 	if *state != "" && !slices.Contains(aggregate.Statuses(), aggregate.Status(*state)) {
 		return fmt.Errorf("%w: --state %q: use one of %s", errUsage, *state, statusNames())
@@ -82,24 +87,25 @@ Shows one job's status, or lists every job (only those in state S with
 		return printJob(stdout, v.JobView)
 	}
 
-	var jobs []statusOut
+	newest := newNewestJobs(*limit)
 	err = eachValue(ctx, js, projections.StatusBucket, "", func(key string, value []byte) error {
 		var v projections.StatusValue
 		if err := json.Unmarshal(value, &v); err != nil {
 			return fmt.Errorf("%s/%s is not a value serpent wrote: %w", projections.StatusBucket, key, err)
 		}
 		if *state == "" || string(v.Status) == *state {
-			jobs = append(jobs, statusOut{v.JobView, v.Seq})
+			newest.add(statusOut{v.JobView, v.Seq})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(jobs, func(a, b statusOut) int {
-		return cmp.Or(b.Updated.Compare(a.Updated), cmp.Compare(a.JobID, b.JobID)) // newest first
-	})
+	jobs := newest.sorted()
 	if out.json() {
+		if len(jobs) < newest.seen {
+			fmt.Fprintf(stderr, "serpent status: the newest %d of %d jobs (--limit 0 lists every one)\n", len(jobs), newest.seen)
+		}
 		if jobs == nil {
 			jobs = []statusOut{}
 		}
@@ -114,8 +120,68 @@ Shows one job's status, or lists every job (only those in state S with
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d jobs\n", len(jobs))
+	if len(jobs) < newest.seen {
+		fmt.Fprintf(stdout, "%d of %d jobs, the newest (--limit 0 lists every one)\n", len(jobs), newest.seen)
+	} else {
+		fmt.Fprintf(stdout, "%d jobs\n", len(jobs))
+	}
 	return nil
+}
+
+// defaultStatusLimit is how many jobs serpent status lists unless told:
+// a bucket of millions of jobs is not read into memory to be printed.
+const defaultStatusLimit = 1000
+
+// newestJobs keeps the newest jobs of those it is given, at most limit of
+// them (every one for 0), in memory that follows limit rather than the
+// jobs given: the oldest kept is dropped when a newer one comes.
+type newestJobs struct {
+	limit int
+	seen  int
+	jobs  []statusOut // a heap, the oldest first, while limit is reached
+}
+
+func newNewestJobs(limit int) *newestJobs { return &newestJobs{limit: limit} }
+
+// newerJob orders jobs newest first (and by id among jobs updated at the
+// same time).
+func newerJob(a, b statusOut) int {
+	return cmp.Or(b.Updated.Compare(a.Updated), cmp.Compare(a.JobID, b.JobID))
+}
+
+func (n *newestJobs) add(j statusOut) {
+	n.seen++
+	if n.limit == 0 || len(n.jobs) < n.limit {
+		n.jobs = append(n.jobs, j)
+		if n.limit > 0 && len(n.jobs) == n.limit {
+			heap.Init(oldestFirst{&n.jobs})
+		}
+		return
+	}
+	if newerJob(j, n.jobs[0]) < 0 { // newer than the oldest kept
+		n.jobs[0] = j
+		heap.Fix(oldestFirst{&n.jobs}, 0)
+	}
+}
+
+// sorted returns the jobs kept, newest first.
+func (n *newestJobs) sorted() []statusOut {
+	slices.SortFunc(n.jobs, newerJob)
+	return n.jobs
+}
+
+// oldestFirst is a heap of jobs whose top is the oldest.
+type oldestFirst struct{ jobs *[]statusOut }
+
+func (h oldestFirst) Len() int           { return len(*h.jobs) }
+func (h oldestFirst) Less(i, j int) bool { return newerJob((*h.jobs)[i], (*h.jobs)[j]) > 0 }
+func (h oldestFirst) Swap(i, j int)      { (*h.jobs)[i], (*h.jobs)[j] = (*h.jobs)[j], (*h.jobs)[i] }
+func (h oldestFirst) Push(x any)         { *h.jobs = append(*h.jobs, x.(statusOut)) }
+func (h oldestFirst) Pop() any {
+	old := *h.jobs
+	j := old[len(old)-1]
+	*h.jobs = old[:len(old)-1]
+	return j
 }
 
 // printJob prints one job's view as a two-column table.

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestNewestJobsKeepsTheNewest: whatever the order jobs come in, the
+// newest N kept are the first N of all of them sorted newest first, and
+// the count of jobs seen is all of them.
+func TestNewestJobsKeepsTheNewest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	for range 200 {
+		all := make([]statusOut, rng.IntN(60))
+		for i := range all {
+			// Few distinct times, so that ties fall to the job id.
+			all[i].JobID = string(rune('a'+rng.IntN(26))) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+			all[i].Updated = t0.Add(time.Duration(rng.IntN(8)) * time.Second)
+		}
+		limit := rng.IntN(20)
+		n := newNewestJobs(limit)
+		for _, j := range all {
+			n.add(j)
+		}
+		want := slices.Clone(all)
+		slices.SortFunc(want, newerJob)
+		if limit > 0 && len(want) > limit {
+			want = want[:limit]
+		}
+		got := n.sorted()
+		require.Equal(t, len(all), n.seen)
+		require.Equal(t, len(want), len(got), "limit %d of %d", limit, len(all))
+		for i := range want {
+			require.Equal(t, want[i].JobID, got[i].JobID, "limit %d of %d, at %d", limit, len(all), i)
+		}
+	}
+}
