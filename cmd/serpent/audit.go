@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,9 +29,6 @@ import (
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/worker"
 )
-
-// auditGCPercent is the GOGC serpent audit runs with.
-const auditGCPercent = 400
 
 func init() {
 	register(command{name: "audit", summary: "replay every event and check serpent's promises (and the provider's billing ledger)", run: runAudit})
@@ -122,10 +118,7 @@ and twice. Flags:
 		}
 	}
 
-	// Reading a log moves a gigabyte of short-lived messages per million
-	// events through the client; collecting less often saves a fifth of
-	// the audit's time, and the audit holds little for long.
-	defer debug.SetGCPercent(debug.SetGCPercent(auditGCPercent))
+	defer auditGC()()
 	bar := newProgress(stderr, *f.progress)
 	defer bar.done()
 	a, err := f.auditLog(ctx, env, opts, bar)

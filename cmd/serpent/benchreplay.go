@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -98,8 +97,8 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 		return r, nil
 	}
 
-	// The audit, with serpent audit's GOGC.
-	gc := debug.SetGCPercent(auditGCPercent)
+	// The audit, with serpent audit's garbage collector.
+	restoreGC := auditGC()
 	start := time.Now()
 	a, err := projector.AuditLog(ctx, b.js, projector.AuditOptions{Audit: audit.Options{Now: time.Now()},
 		Progress: func(_ string, done, total uint64) { b.prog("replay: audit", int(done), int(total)) }})
@@ -108,7 +107,7 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 		rep = a.Report()
 	}
 	took := time.Since(start)
-	debug.SetGCPercent(gc)
+	restoreGC()
 	if err != nil {
 		return r, fmt.Errorf("bench replay: audit: %w", err)
 	}
