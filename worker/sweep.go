@@ -126,7 +126,7 @@ func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID stri
 	if armed {
 		return nil
 	}
-	rearmed, held, err := e.rearm(ctx, jobID)
+	rearmed, held, err := e.rearm(ctx, work, jobID)
 	var corrupt *store.CorruptError
 	switch {
 	case errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid):
@@ -177,7 +177,7 @@ func hasMessage(ctx context.Context, work jetstream.Stream, subjects ...string) 
 // rearm arms a job's timer from its state, and reports whether it did (a
 // finished job has none to arm) and whether the job was claimed under a
 // lease that has not ended (SweepReport.Held).
-func (e *Engine) rearm(ctx context.Context, jobID string) (rearmed, held bool, err error) {
+func (e *Engine) rearm(ctx context.Context, work jetstream.Stream, jobID string) (rearmed, held bool, err error) {
 	s, err := e.State(ctx, jobID)
 	if err != nil {
 		return false, false, err
@@ -189,6 +189,12 @@ func (e *Engine) rearm(ctx context.Context, jobID string) (rearmed, held bool, e
 	}
 	held = s.Status == aggregate.StatusSending && now.Before(s.Lease.Until)
 	if held {
+		// Its worker arms its timer once the outcome is stored, which
+		// may have happened since the look above: a timer armed here at
+		// the lease's end would replace an earlier one it armed.
+		if armed, err := hasWake(ctx, work, jobID); err != nil || armed {
+			return false, false, err
+		}
 		e.jobLog(jobID, s).Debug("sweep: the job is claimed and its lease runs; arming its timer at the lease's end in case its worker died",
 			"worker", s.Lease.Worker, "at", next.At)
 	} else {

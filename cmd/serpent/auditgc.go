@@ -1,9 +1,10 @@
 package main
 
 import (
-	"os"
+	"math"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -15,21 +16,22 @@ const auditGCPercent = 400
 const auditHeapFloor = 1 << 30
 
 // auditGC makes the garbage collector lazy for an audit, and returns what
-// undoes it. Reading a log moves a gigabyte of short-lived messages per
-// million events through the client, and collecting less often
-// (GOGC=400) saves a fifth of the audit's time. What the audit keeps
-// grows with the jobs of the log, though (some 600 bytes a job), and on a
-// log of millions of jobs a collector that waits until the heap is five
-// times that would take tens of gigabytes. So a memory limit goes with
-// it: 1 GiB, or twice the heap in use, whichever is more (kept up to date
-// as the audit goes), beyond which the collector runs as it would with
-// GOGC=100. A GOMEMLIMIT set in the environment is left in charge.
+// undoes it (which may be called more than once). Reading a log moves a
+// gigabyte of short-lived messages per million events through the
+// client, and collecting less often (GOGC=400) saves a fifth of the
+// audit's time. What the audit keeps grows with the jobs of the log,
+// though (some 600 bytes a job), and on a log of millions of jobs a
+// collector that waits until the heap is five times that would take tens
+// of gigabytes. So a memory limit goes with it: 1 GiB, or twice the heap
+// in use, whichever is more (kept up to date as the audit goes), beyond
+// which the collector runs as it would with GOGC=100. A memory limit set
+// already (GOMEMLIMIT in the environment, say) is left in charge.
 func auditGC() (restore func()) {
 	percent := debug.SetGCPercent(auditGCPercent)
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() { debug.SetGCPercent(percent) }
-	}
 	limit := debug.SetMemoryLimit(-1)
+	if limit != math.MaxInt64 {
+		return sync.OnceFunc(func() { debug.SetGCPercent(percent) })
+	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	follow := func() {
 		metrics.Read(sample)
@@ -54,10 +56,10 @@ func auditGC() (restore func()) {
 			}
 		}
 	}()
-	return func() {
+	return sync.OnceFunc(func() {
 		close(stop)
 		<-done
 		debug.SetMemoryLimit(limit)
 		debug.SetGCPercent(percent)
-	}
+	})
 }

@@ -359,8 +359,11 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 			rep worker.SweepReport
 			err error
 		)
-		if ids, ok := liveJobs(ctx, tally, f.sweepEvery, log); ok {
+		ids, ok := liveJobs(ctx, tally, f.sweepEvery, log)
+		if ok {
 			rep, err = eng.SweepJobs(ctx, js, ids)
+		} else if ctx.Err() == nil && f.sweepEvery > 0 {
+			continue // waited a round already: the next one now
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:

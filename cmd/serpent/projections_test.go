@@ -107,6 +107,7 @@ func (v *views) tables(t *testing.T) {
 		{"the newest jobs", []string{"status", "--limit", "2"}, []string{"JOB", "2 of 3 jobs, the newest (--limit 0 lists every one)"}, 0},
 		{"every job", []string{"status", "--limit", "0"}, []string{"3 jobs"}, 0},
 		{"a bad limit", []string{"status", "--limit", "-1"}, nil, 2},
+		{"a limit of one job", []string{"status", job, "--limit", "5"}, nil, 2},
 		{"an unknown job", []string{"status", "0123456789abcdef0123456789abcdef"}, nil, 1},
 		{"a bad state", []string{"status", "--state", "done"}, nil, 2},
 		{"days", []string{"ledger"}, []string{"DAY", "SEARCHES", "EST. SPEND", "~$"}, 0},

@@ -56,8 +56,10 @@ with --state), as the serp_status bucket holds them. Flags:
 	if err := out.check(); err != nil {
 		return err
 	}
-	if len(pos) > 1 || len(pos) == 1 && *state != "" {
-		return fmt.Errorf("%w: status takes one job id, or --state, or nothing", errUsage)
+	limited := false
+	fs.Visit(func(fl *flag.Flag) { limited = limited || fl.Name == "limit" })
+	if len(pos) > 1 || len(pos) == 1 && (*state != "" || limited) {
+		return fmt.Errorf("%w: status takes one job id, or --state and --limit, or nothing", errUsage)
 	}
 	if *limit < 0 {
 		return fmt.Errorf("%w: --limit %d: use 0 for every job, or a positive number", errUsage, *limit)
@@ -164,8 +166,26 @@ func (n *newestJobs) add(j statusOut) {
 	}
 }
 
-// sorted returns the jobs kept, newest first.
+// sorted returns the jobs kept, newest first. A job given twice (a bucket
+// read while the job moved on can give it again, newer) is listed once,
+// as of its latest event.
 func (n *newestJobs) sorted() []statusOut {
+	latest := make(map[string]int, len(n.jobs))
+	kept := n.jobs[:0]
+	for _, j := range n.jobs {
+		i, twice := latest[j.JobID]
+		switch {
+		case !twice:
+			latest[j.JobID] = len(kept)
+			kept = append(kept, j)
+		case j.Seq > kept[i].Seq:
+			kept[i] = j
+			n.seen--
+		default:
+			n.seen--
+		}
+	}
+	n.jobs = kept
 	slices.SortFunc(n.jobs, newerJob)
 	return n.jobs
 }

@@ -40,3 +40,22 @@ func TestNewestJobsKeepsTheNewest(t *testing.T) {
 		}
 	}
 }
+
+// TestNewestJobsListsAJobOnce: a job read twice, as it moved on during
+// the read, is listed once, as of its latest event.
+func TestNewestJobsListsAJobOnce(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	job := func(id string, seq uint64, at time.Duration) statusOut {
+		var j statusOut
+		j.JobID, j.Seq, j.Updated = id, seq, t0.Add(at)
+		return j
+	}
+	n := newNewestJobs(5)
+	for _, j := range []statusOut{job("a", 1, 0), job("b", 2, time.Second), job("a", 5, 3*time.Second), job("c", 3, 2*time.Second)} {
+		n.add(j)
+	}
+	got := n.sorted()
+	require.Equal(t, []string{"a", "c", "b"}, []string{got[0].JobID, got[1].JobID, got[2].JobID})
+	require.Equal(t, uint64(5), got[0].Seq, "as of its latest event")
+	require.Equal(t, 3, n.seen, "three jobs")
+}
