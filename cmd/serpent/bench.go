@@ -182,8 +182,8 @@ production (fsync on every write, one replica), the phases given with
   replay    the whole event log as the earlier phases left it (first seeded
             with finished jobs until it holds --replay-events events; an
             empty log is not measured), in events per second: the audit
-            (serpent audit's replay, with its garbage collector: GOGC=400
-            under a memory limit; it must find no violation) and a projection rebuild (serpent projections
+            (serpent audit's replay, with its GOGC; it must find no
+            violation) and a projection rebuild (serpent projections
             rebuild, beside the running engine)
   scale     not run by default. On a fresh log of its own: seeds
             --scale-jobs finished jobs (with fsync relaxed while seeding,
