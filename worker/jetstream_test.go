@@ -264,10 +264,11 @@ func TestTimersSurviveARestartAndTheSweepRepairsLostOnes(t *testing.T) {
 	require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(snats.TimerSubjectPrefix+lost.JobID)))
 
 	l.srv.Restart(t)
-	rep, err := eng.Sweep(ctx, l.srv.JS)
+	inFlight := []string{out.JobID, lost.JobID}
+	rep, err := eng.SweepJobs(ctx, l.srv.JS, inFlight)
 	require.NoError(t, err)
 	require.Equal(t, worker.SweepReport{Jobs: 2, Live: 2, Rearmed: 1}, rep)
-	rep, err = eng.Sweep(ctx, l.srv.JS)
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, inFlight)
 	require.NoError(t, err)
 	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
 
@@ -279,8 +280,7 @@ func TestTimersSurviveARestartAndTheSweepRepairsLostOnes(t *testing.T) {
 }
 
 // TestSweepJobsLooksAtTheJobsGiven: SweepJobs re-arms the lost timer of a
-// job it is given, leaves a job it is not given alone (Sweep would read
-// every job), and does nothing to a job that has a timer or has finished.
+// job it is given, leaves a job it is not given alone, and does nothing to a job that has a timer or has finished.
 func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	l := setupLive(t, sandbox.Faults{})
 	eng := l.engine("w", worker.Hooks{})

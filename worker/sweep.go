@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
@@ -15,9 +14,8 @@ import (
 
 // SweepReport counts what a sweep saw.
 type SweepReport struct {
-	// Jobs are the jobs looked at: every job of the log for Sweep, the
-	// jobs given for SweepJobs. Live are those not finished (for
-	// SweepJobs, all it was given), Rearmed those whose timer was armed
+	// Jobs are the jobs looked at, those SweepJobs was given. Live are
+	// those taken to be in flight (all it was given), Rearmed those whose timer was armed
 	// again, Unusable those whose events could not be read. Held are the
 	// rearmed jobs claimed under a lease that had not ended: a worker
 	// sending them arms their timer when it is done, so they were most
@@ -30,71 +28,13 @@ type SweepReport struct {
 	Unusable int `json:"unusable"`
 }
 
-// Sweep re-arms timers that were lost for any reason (a purged work
-// stream, a bug, an operator's mistake): every job whose last event is not
-// terminal and that has neither a timer nor a due message is armed again
-// from its state. It reads the last event of every job, which at millions
-// of jobs takes longer than the server's requests may (and holds its
-// other requests meanwhile): serpent run sweeps with SweepJobs instead,
-// given the jobs in flight by the metrics' fold of the log.
-func (e *Engine) Sweep(ctx context.Context, js jetstream.JetStream) (SweepReport, error) {
-	var rep SweepReport
-	work, err := js.Stream(ctx, snats.WorkStream)
-	if err != nil {
-		return rep, fmt.Errorf("sweep: %w", err)
-	}
-	cons, err := js.OrderedConsumer(ctx, snats.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{snats.EventSubjectPrefix + ">"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-	})
-	if err != nil {
-		return rep, fmt.Errorf("sweep: %w", err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("sweep: %w", err)
-	}
-	if info.NumPending == 0 {
-		return rep, nil
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return rep, fmt.Errorf("sweep: %w", err)
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			return rep, fmt.Errorf("sweep: %w", err)
-		}
-		rep.Jobs++
-		jobID := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
-		ev, derr := events.DecodeLast(msg.Data())
-		switch {
-		case derr != nil:
-			rep.Unusable++
-			e.log.Warn("sweep: unreadable last event", "job", jobID, "err", derr)
-		case !terminalEvent(ev):
-			rep.Live++
-			if err := e.sweepJob(ctx, work, jobID, &rep); err != nil {
-				return rep, err
-			}
-		}
-		meta, err := msg.Metadata()
-		if err != nil || meta.NumPending == 0 {
-			return rep, err
-		}
-	}
-}
-
-// SweepJobs is Sweep for the jobs ids only: those a fold of the log
-// (metrics.Tally.Live) says are in flight. It reads nothing of the other
-// jobs, so its cost follows the jobs in flight rather than the jobs ever
-// run, where Sweep reads the last event of every job in the log: at
-// millions of jobs, seconds of the server's time in which other requests
-// wait. A job of ids that has finished since is left as it is.
+// SweepJobs re-arms timers that were lost for any reason (a purged work
+// stream, a bug, an operator's mistake): every job of ids that has neither
+// a timer nor a due message is armed again from its state. ids are the
+// jobs in flight, as a fold of the log says (metrics.Tally.Live): reading
+// the last event of every job instead would take, at millions of jobs,
+// longer than the server's requests may, holding its other requests
+// meanwhile. A job of ids that has finished since is left as it is.
 func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids []string) (SweepReport, error) {
 	rep := SweepReport{Jobs: len(ids), Live: len(ids)}
 	work, err := js.Stream(ctx, snats.WorkStream)
@@ -142,17 +82,6 @@ func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID stri
 		}
 	}
 	return nil
-}
-
-// terminalEvent reports whether a job whose last event is ev is finished.
-func terminalEvent(ev events.Event) bool {
-	switch d := ev.Data.(type) {
-	case events.ObservationStored, events.JobFailed, events.JobCancelled:
-		return true
-	case events.Reconciled:
-		return d.Verdict == aggregate.VerdictCharged
-	}
-	return false
 }
 
 // hasWake reports whether a job has a timer or a due message waiting.

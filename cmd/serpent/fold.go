@@ -35,11 +35,8 @@ func keepFold(js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) (s
 		}()
 		metrics.Follow(ctx, js, tally, log)
 	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			wg.Wait()
-		})
-	}
+	return sync.OnceFunc(func() {
+		cancel()
+		wg.Wait()
+	})
 }
