@@ -16,13 +16,20 @@ import (
 // tally's fields or to what an event adds to them: a tally restores only
 // a checkpoint of its own format, and folds the log from its start
 // otherwise (TestCheckpointFormatPinned fails when the fields change).
-const CheckpointFormat = 1
+// Format 2 is format 1 that may be stored in parts (SaveCheckpoint):
+// raised so that a version that knows nothing of parts does not take a
+// head for the whole checkpoint.
+const CheckpointFormat = 2
 
 // MaxCheckpointBytes bounds a checkpoint: one that would be larger (more
-// than some 34,000 jobs in flight, at 23 bytes each, or a tally that does
-// not forget finished jobs) is not made, and the tally's next reader
-// folds the log from an older one.
-const MaxCheckpointBytes = 768 << 10
+// than some 11 million jobs in flight, at 23 bytes each, or a tally that
+// does not forget finished jobs) is not made, and the tally's next reader
+// folds the log from an older one. SaveCheckpoint writes one larger than
+// a KV value holds in parts.
+const MaxCheckpointBytes = 256 << 20
+
+// checkpointLimit is MaxCheckpointBytes, lower in tests.
+var checkpointLimit = MaxCheckpointBytes
 
 // ErrCheckpoint says a checkpoint cannot be restored: of another format,
 // of another log, or of a tally set otherwise.
@@ -45,15 +52,19 @@ type checkpoint struct {
 	Wide        map[string]checkpointJob   `json:"wide,omitempty"`
 	Recent      []string                   `json:"recent,omitempty"`
 	Reconciling map[string]checkpointQueue `json:"reconciling,omitempty"`
+	// Parts is set in a head only, never in a whole checkpoint.
+	Parts *checkpointParts `json:"parts,omitempty"`
 }
 
 // checkpointHead is what a checkpoint says of itself, read without the
-// jobs it holds.
+// jobs it holds; the value under the key tally is a whole checkpoint, or
+// only its head with the Parts that hold the whole one.
 type checkpointHead struct {
-	Format int       `json:"format"`
-	Log    time.Time `json:"log"`
-	Seq    uint64    `json:"seq"`
-	Forget bool      `json:"forget"`
+	Format int              `json:"format"`
+	Log    time.Time        `json:"log"`
+	Seq    uint64           `json:"seq"`
+	Forget bool             `json:"forget"`
+	Parts  *checkpointParts `json:"parts,omitempty"`
 }
 
 type checkpointJob struct {
@@ -82,9 +93,9 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	c := checkpoint{Format: CheckpointFormat, Log: log.UTC(), Seq: t.seq, Ver: t.ver, Forget: t.forget,
 		Counts: t.c, Recent: slices.Clone(t.recent)}
 	c.Counts.Seq, c.Counts.CaughtUp = 0, false
-	if n := base64.StdEncoding.EncodedLen(17 * len(t.jobs)); n > MaxCheckpointBytes {
+	if n := base64.StdEncoding.EncodedLen(17 * len(t.jobs)); n > checkpointLimit {
 		t.mu.Unlock()
-		return nil, 0, fmt.Errorf("metrics: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs), MaxCheckpointBytes)
+		return nil, 0, fmt.Errorf("metrics: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs), checkpointLimit)
 	}
 	c.Packed = make([]byte, 0, 17*len(t.jobs))
 	for id, p := range t.jobs {
@@ -107,8 +118,8 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("metrics: checkpoint: %w", err)
 	}
-	if len(b) > MaxCheckpointBytes {
-		return nil, 0, fmt.Errorf("metrics: checkpoint of %d bytes: over %d", len(b), MaxCheckpointBytes)
+	if len(b) > checkpointLimit {
+		return nil, 0, fmt.Errorf("metrics: checkpoint of %d bytes: over %d", len(b), checkpointLimit)
 	}
 	return b, c.Seq, nil
 }
@@ -140,6 +151,8 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
 	case c.Forget != t.forget:
 		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrCheckpoint, c.Forget)
+	case c.Parts != nil:
+		return fmt.Errorf("%w: the head of a checkpoint in %d parts, not the checkpoint", ErrCheckpoint, c.Parts.N)
 	case len(c.Packed)%17 != 0:
 		return fmt.Errorf("%w: %d bytes of packed jobs", ErrCheckpoint, len(c.Packed))
 	case t.seq != 0:

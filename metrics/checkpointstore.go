@@ -24,7 +24,8 @@ const DefaultCheckpointEvery = 30 * time.Second
 // KeepCheckpoint write checkpoints of that log only). The sequence is 0,
 // and t left as it was, when there is no checkpoint, or none t can take
 // (ErrCheckpoint: another format, another log, a sequence past the log's
-// end, a tally set otherwise). Follow then reads the log from there.
+// end, a tally set otherwise, parts missing or not those the head names).
+// Follow then reads the log from there.
 func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time.Time, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
@@ -38,22 +39,41 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 	if err != nil {
 		return 0, log, fmt.Errorf("metrics: bucket %s: %w", snats.MetricsBucket, err)
 	}
-	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, log, nil
+	// A head replaced while its parts are read may have had them purged:
+	// the newer head is read then.
+	for try := 1; ; try++ {
+		e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return 0, log, nil
+		}
+		if err != nil {
+			return 0, log, fmt.Errorf("metrics: checkpoint: %w", err)
+		}
+		b := e.Value()
+		var c checkpointHead
+		if json.Unmarshal(b, &c) == nil {
+			if c.Seq > info.State.LastSeq {
+				// The log ends before it: not the log it was written of.
+				return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
+			}
+			if c.Parts != nil && c.Format == CheckpointFormat {
+				b, err = readParts(ctx, kv, *c.Parts)
+				if errors.Is(err, errPartMissing) && try < 3 {
+					continue
+				}
+				if errors.Is(err, errPartMissing) {
+					return 0, log, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+				}
+				if err != nil {
+					return 0, log, err
+				}
+			}
+		}
+		if err := t.RestoreCheckpoint(b, log); err != nil {
+			return 0, log, err
+		}
+		return t.Seq(), log, nil
 	}
-	if err != nil {
-		return 0, log, fmt.Errorf("metrics: checkpoint: %w", err)
-	}
-	var c checkpointHead
-	if json.Unmarshal(e.Value(), &c) == nil && c.Seq > info.State.LastSeq {
-		// The log ends before it: not the log it was written of.
-		return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
-	}
-	if err := t.RestoreCheckpoint(e.Value(), log); err != nil {
-		return 0, log, err
-	}
-	return t.Seq(), log, nil
 }
 
 // SaveCheckpoint writes t's checkpoint, of the log t counts (log, as
@@ -63,6 +83,11 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 // that log (it was made again meanwhile): what t counted is not of the
 // log there now. Engines share the one checkpoint: every tally folds the
 // same log the same way.
+//
+// A checkpoint larger than a KV value holds is written in parts, its head
+// last. Once a head is written, the parts of the checkpoints it replaced
+// are purged; an error doing so comes with written true, and the
+// checkpoint stands.
 func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time) (bool, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
@@ -81,22 +106,60 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 		return false, err
 	}
 	forget := t.forgets()
+	// farther reports whether the checkpoint there is one a tally could
+	// take and as far along as t's.
+	farther := func(e jetstream.KeyValueEntry) bool {
+		// One a tally could not take (Resume would refuse it) is
+		// written over whatever its sequence.
+		var there checkpointHead
+		return json.Unmarshal(e.Value(), &there) == nil && there.Format == CheckpointFormat && there.Log.Equal(log) &&
+			there.Forget == forget && there.Seq <= info.State.LastSeq && there.Seq >= seq
+	}
+	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("metrics: checkpoint: %w", err)
+	}
+	if err == nil && farther(e) {
+		return false, nil
+	}
+	head, keep := b, ""
+	if size := sizeOfParts(js); len(b) > size {
+		parts, err := writeParts(ctx, kv, b, seq, size)
+		if err != nil {
+			return false, err
+		}
+		head, err = json.Marshal(checkpointHead{Format: CheckpointFormat, Log: log.UTC(), Seq: seq, Forget: forget, Parts: parts})
+		if err != nil {
+			return false, fmt.Errorf("metrics: checkpoint: %w", err)
+		}
+		keep = parts.ID
+	}
+	written, err := saveHead(ctx, kv, head, farther)
+	if !written {
+		// Its parts, if any, are purged by the engine whose head is
+		// written at or past seq.
+		return false, err
+	}
+	if err := purgeParts(ctx, js, seq, keep); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// saveHead writes head under the key tally, unless farther says the one
+// there is as far along.
+func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(jetstream.KeyValueEntry) bool) (bool, error) {
 	for range 3 {
 		e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			_, err = kv.Create(ctx, snats.MetricsCheckpointKey, b)
+			_, err = kv.Create(ctx, snats.MetricsCheckpointKey, head)
 		case err != nil:
 			return false, fmt.Errorf("metrics: checkpoint: %w", err)
+		case farther(e):
+			return false, nil
 		default:
-			// One a tally could not take (Resume would refuse it) is
-			// written over whatever its sequence.
-			var there checkpointHead
-			if json.Unmarshal(e.Value(), &there) == nil && there.Format == CheckpointFormat && there.Log.Equal(log) &&
-				there.Forget == forget && there.Seq <= info.State.LastSeq && there.Seq >= seq {
-				return false, nil
-			}
-			_, err = kv.Update(ctx, snats.MetricsCheckpointKey, b, e.Revision())
+			_, err = kv.Update(ctx, snats.MetricsCheckpointKey, head, e.Revision())
 		}
 		if err == nil {
 			return true, nil
@@ -125,7 +188,7 @@ func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	if every <= 0 {
 		every = DefaultCheckpointEvery
 	}
-	saved, failing := from, false
+	saved, failing, leaving := from, false, false
 	save := func(ctx context.Context) {
 		seq := t.Seq()
 		if seq <= saved {
@@ -139,7 +202,16 @@ func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 			}
 			log = info.Created
 		}
-		if _, err := SaveCheckpoint(ctx, js, t, log); err != nil {
+		written, err := SaveCheckpoint(ctx, js, t, log)
+		if written && err != nil {
+			level := slog.LevelWarn
+			if leaving {
+				level = slog.LevelDebug
+			}
+			logger.Log(ctx, level, "metrics: the checkpoint is saved, but the parts of older ones are left in the bucket", "seq", seq, "err", err)
+		}
+		leaving = written && err != nil
+		if err != nil && !written {
 			if !failing {
 				logger.Warn("metrics: saving the checkpoint failed; an engine that starts will count the log from an older one", "seq", seq, "err", err)
 			} else {

@@ -207,5 +207,5 @@ func TestKeepCheckpoint(t *testing.T) {
 	require.NoError(t, restoredAt(), "written on the way out")
 	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 	require.NoError(t, err)
-	require.Contains(t, string(e.Value()), `"format":1`)
+	require.Contains(t, string(e.Value()), fmt.Sprintf(`"format":%d`, metrics.CheckpointFormat))
 }

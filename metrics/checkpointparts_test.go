@@ -1,0 +1,256 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/metrics"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+)
+
+// partsLog is a log of jobs left in flight, a bucket for checkpoints, and
+// what a test of checkpoints in parts does with them.
+type partsLog struct {
+	t    *testing.T
+	srv  *natstest.Server
+	st   *snats.EventStore
+	kv   jetstream.KeyValue
+	ids  *projectionstest.IDs
+	n    int
+	last uint64
+	log  time.Time
+}
+
+func newPartsLog(t *testing.T) *partsLog {
+	srv, st := eventLog(t)
+	kv, err := srv.JS.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
+	require.NoError(t, err)
+	return &partsLog{t: t, srv: srv, st: st, kv: kv, ids: projectionstest.IDsFrom(0)}
+}
+
+// write appends n jobs that stay in flight.
+func (p *partsLog) write(n int) {
+	for range n {
+		j := projectionstest.NewJob(p.t, p.ids, fmt.Sprintf("kettle %d", p.n), projectionstest.T0)
+		j.Send()
+		v, err := p.st.Append(p.t.Context(), j.S.JobID, 0, j.Log...)
+		require.NoError(p.t, err)
+		p.last, p.n = v, p.n+1
+	}
+}
+
+// tally is a tally that has counted the whole log.
+func (p *partsLog) tally() *metrics.Tally {
+	tl := metrics.NewTally().ForgetFinished()
+	st, err := p.srv.JS.Stream(p.t.Context(), snats.EventStream)
+	require.NoError(p.t, err)
+	p.log = st.CachedInfo().Created
+	ctx, cancel := context.WithCancel(p.t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); metrics.Follow(ctx, p.srv.JS, tl, nil) }()
+	natstest.WaitFor(p.t, 10*time.Second, func() error {
+		if tl.Seq() != p.last {
+			return fmt.Errorf("counted up to %d of %d", tl.Seq(), p.last)
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	return tl
+}
+
+// head is the checkpoint's head in the bucket.
+func (p *partsLog) head() (h struct {
+	Seq   uint64 `json:"seq"`
+	Parts *struct {
+		ID string `json:"id"`
+		N  int    `json:"n"`
+	} `json:"parts"`
+}) {
+	e, err := p.kv.Get(p.t.Context(), snats.MetricsCheckpointKey)
+	require.NoError(p.t, err)
+	require.NoError(p.t, json.Unmarshal(e.Value(), &h))
+	return h
+}
+
+// parts lists the keys of checkpoint parts in the bucket's stream.
+func (p *partsLog) parts() []string {
+	st, err := p.srv.JS.Stream(p.t.Context(), "KV_"+snats.MetricsBucket)
+	require.NoError(p.t, err)
+	prefix := "$KV." + snats.MetricsBucket + "."
+	info, err := st.Info(p.t.Context(), jetstream.WithSubjectFilter(prefix+snats.MetricsCheckpointKey+".>"))
+	require.NoError(p.t, err)
+	var keys []string
+	for s := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(s, prefix))
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// resume is a fresh tally resumed from the checkpoint, and where from.
+func (p *partsLog) resume() (*metrics.Tally, uint64, error) {
+	tl := metrics.NewTally().ForgetFinished()
+	seq, _, err := metrics.Resume(p.t.Context(), p.srv.JS, tl)
+	return tl, seq, err
+}
+
+// A checkpoint larger than a part is written in parts, head last, and
+// read back whole; the parts of the checkpoints it replaced are purged,
+// those of one further along left for the engine writing it.
+func TestCheckpointInParts(t *testing.T) {
+	metrics.SetPartSize(t, 200)
+	p := newPartsLog(t)
+	ctx := t.Context()
+	p.write(30)
+	first := p.tally()
+	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, first, p.log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	h := p.head()
+	require.Equal(t, p.last, h.Seq)
+	require.NotNil(t, h.Parts, "a checkpoint of 30 jobs in flight is more than 200 bytes")
+	require.Greater(t, h.Parts.N, 3)
+	require.Len(t, p.parts(), h.Parts.N)
+
+	got, seq, err := p.resume()
+	require.NoError(t, err)
+	require.Equal(t, p.last, seq)
+	want := first.Counts()
+	want.CaughtUp = false
+	require.Equal(t, want, got.Counts())
+	require.Equal(t, 30, got.Remembered())
+
+	// Parts of an engine that died before its head: one behind the head
+	// is purged at the next save, one further along is left.
+	_, err = p.kv.Put(ctx, fmt.Sprintf("%s.1.0a0b0c0d.0", snats.MetricsCheckpointKey), []byte("torn"))
+	require.NoError(t, err)
+	ahead := fmt.Sprintf("%s.%d.0a0b0c0d.0", snats.MetricsCheckpointKey, p.last+1000)
+	_, err = p.kv.Put(ctx, ahead, []byte("being written"))
+	require.NoError(t, err)
+	p.write(10)
+	second := p.tally()
+	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, second, p.log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	h = p.head()
+	require.Equal(t, p.last, h.Seq)
+	var wantKeys []string
+	for i := range h.Parts.N {
+		wantKeys = append(wantKeys, fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i))
+	}
+	wantKeys = append(wantKeys, ahead)
+	sort.Strings(wantKeys)
+	require.Equal(t, wantKeys, p.parts(), "the first checkpoint's parts and the torn one's purged")
+	got, seq, err = p.resume()
+	require.NoError(t, err)
+	require.Equal(t, p.last, seq)
+	require.Equal(t, 40, got.Remembered())
+
+	// A tally small enough for one value writes its whole checkpoint in
+	// the head again, and the parts behind it go.
+	metrics.SetPartSize(t, 1<<20)
+	p.write(1)
+	third := p.tally()
+	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, third, p.log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	require.Nil(t, p.head().Parts)
+	require.Equal(t, []string{ahead}, p.parts())
+	got, seq, err = p.resume()
+	require.NoError(t, err)
+	require.Equal(t, p.last, seq)
+	require.Equal(t, 41, got.Remembered())
+}
+
+// A checkpoint whose parts are not all there, or not those its head
+// names, is refused whole: the engine counts the log from its start, as
+// without one. A tally further along writes a good one over it.
+func TestCheckpointPartsDamaged(t *testing.T) {
+	metrics.SetPartSize(t, 200)
+	p := newPartsLog(t)
+	ctx := t.Context()
+	p.write(20)
+	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	h := p.head()
+	require.NotNil(t, h.Parts)
+	key := func(i int) string { return fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i) }
+
+	e, err := p.kv.Get(ctx, key(1))
+	require.NoError(t, err)
+	damaged := []byte(strings.ToUpper(string(e.Value())))
+	require.NotEqual(t, e.Value(), damaged)
+	_, err = p.kv.Put(ctx, key(1), damaged)
+	require.NoError(t, err)
+	tl, seq, err := p.resume()
+	require.ErrorIs(t, err, metrics.ErrCheckpoint)
+	require.ErrorContains(t, err, "not the")
+	require.Zero(t, seq)
+	require.Zero(t, tl.Seq())
+	require.Zero(t, tl.Remembered())
+
+	require.NoError(t, p.kv.Purge(ctx, key(h.Parts.N-1)))
+	_, _, err = p.resume()
+	require.ErrorIs(t, err, metrics.ErrCheckpoint)
+	require.ErrorContains(t, err, "missing")
+
+	p.write(1)
+	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	_, seq, err = p.resume()
+	require.NoError(t, err)
+	require.Equal(t, p.last, seq)
+}
+
+// Engines saving at once, each in parts: the head is the furthest
+// along's, its parts are whole, and the next save leaves only its own.
+func TestCheckpointPartsRace(t *testing.T) {
+	metrics.SetPartSize(t, 200)
+	p := newPartsLog(t)
+	ctx := t.Context()
+	var tallies []*metrics.Tally
+	// Three tallies, each further along: a save loses the head at most
+	// twice, to the two behind it, and does not give up.
+	for range 3 {
+		p.write(8)
+		tallies = append(tallies, p.tally())
+	}
+	var wg sync.WaitGroup
+	for _, tl := range tallies {
+		for range 4 {
+			wg.Go(func() {
+				_, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tl, p.log)
+				require.NoError(t, err)
+			})
+		}
+	}
+	wg.Wait()
+	got, seq, err := p.resume()
+	require.NoError(t, err)
+	require.Equal(t, p.last, seq)
+	require.Equal(t, 24, got.Remembered())
+
+	p.write(1)
+	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
+	require.NoError(t, err)
+	require.True(t, saved)
+	h := p.head()
+	for _, k := range p.parts() {
+		require.True(t, strings.HasPrefix(k, snats.MetricsCheckpointKey+"."+h.Parts.ID+"."), k)
+	}
+	require.Len(t, p.parts(), h.Parts.N)
+}
