@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -16,16 +17,16 @@ import (
 // tally's fields or to what an event adds to them: a tally restores only
 // a checkpoint of its own format, and folds the log from its start
 // otherwise (TestCheckpointFormatPinned fails when the fields change).
-// Format 2 is format 1 that may be stored in parts (SaveCheckpoint):
-// raised so that a version that knows nothing of parts does not take a
-// head for the whole checkpoint.
-const CheckpointFormat = 2
+// The head of a checkpoint written in parts (SaveCheckpoint) has no
+// format of its own, so that a version that knows nothing of parts
+// refuses it rather than take it for a whole checkpoint.
+const CheckpointFormat = 1
 
 // MaxCheckpointBytes bounds a checkpoint: one that would be larger (more
 // than some 11 million jobs in flight, at 23 bytes each, or a tally that
 // does not forget finished jobs) is not made, and the tally's next reader
 // folds the log from an older one. SaveCheckpoint writes one larger than
-// a KV value holds in parts.
+// a part (512 KB) in parts.
 const MaxCheckpointBytes = 256 << 20
 
 // checkpointLimit is MaxCheckpointBytes, lower in tests.
@@ -52,19 +53,27 @@ type checkpoint struct {
 	Wide        map[string]checkpointJob   `json:"wide,omitempty"`
 	Recent      []string                   `json:"recent,omitempty"`
 	Reconciling map[string]checkpointQueue `json:"reconciling,omitempty"`
-	// Parts is set in a head only, never in a whole checkpoint.
-	Parts *checkpointParts `json:"parts,omitempty"`
 }
 
 // checkpointHead is what a checkpoint says of itself, read without the
-// jobs it holds; the value under the key tally is a whole checkpoint, or
-// only its head with the Parts that hold the whole one.
+// jobs it holds. The value under the key tally is a whole checkpoint, or
+// only its head: no Format, the whole one's in PartsFormat, and the Parts
+// that hold the whole one.
 type checkpointHead struct {
-	Format int              `json:"format"`
-	Log    time.Time        `json:"log"`
-	Seq    uint64           `json:"seq"`
-	Forget bool             `json:"forget"`
-	Parts  *checkpointParts `json:"parts,omitempty"`
+	Format      int              `json:"format,omitempty"`
+	PartsFormat int              `json:"parts_format,omitempty"`
+	Log         time.Time        `json:"log"`
+	Seq         uint64           `json:"seq"`
+	Forget      bool             `json:"forget"`
+	Parts       *checkpointParts `json:"parts,omitempty"`
+}
+
+// format is the format of the checkpoint h is the head of.
+func (h checkpointHead) format() int {
+	if h.Parts != nil {
+		return h.PartsFormat
+	}
+	return h.Format
 }
 
 type checkpointJob struct {
@@ -113,8 +122,14 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 			c.Reconciling[id] = checkpointQueue{Reason: w.reason, Since: w.since}
 		}
 	}
-	b, err := json.Marshal(c) // under the lock: the maps of t.c are t's
+	// The maps of t.c are t's: copied, the checkpoint is written out of
+	// the lock, which the fold takes for every event.
+	c.Counts.Jobs = maps.Clone(c.Counts.Jobs)
+	for _, m := range []*map[string]uint64{&c.Counts.Events, &c.Counts.Sends, &c.Counts.Rotations, &c.Counts.Reconciliations} {
+		*m = maps.Clone(*m)
+	}
 	t.mu.Unlock()
+	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, 0, fmt.Errorf("metrics: checkpoint: %w", err)
 	}
@@ -151,8 +166,6 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
 	case c.Forget != t.forget:
 		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrCheckpoint, c.Forget)
-	case c.Parts != nil:
-		return fmt.Errorf("%w: the head of a checkpoint in %d parts, not the checkpoint", ErrCheckpoint, c.Parts.N)
 	case len(c.Packed)%17 != 0:
 		return fmt.Errorf("%w: %d bytes of packed jobs", ErrCheckpoint, len(c.Packed))
 	case t.seq != 0:

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -15,15 +16,16 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
-// A checkpoint larger than one KV value holds (the server's max_payload,
-// 1 MB by default) is written in parts: each part under its own key,
-// tally.<seq>.<nonce>.<i>, and then the head under the key tally, naming
-// the parts with their length and SHA-256. The head is written last and
-// only over one less far along, so a reader that finds a head finds its
-// parts, unless a newer head replaced it meanwhile (it reads the head
-// again) or a writer crashed in between (it folds the log from its start).
-// The parts of one write have a key of their own, so two engines writing
-// at once never mix theirs.
+// A checkpoint larger than a part (512 KB, or half the server's
+// max_payload if that is less) is written in parts: each part under its
+// own key, tally.<seq>.<nonce>.<i>, and then the head under the key tally,
+// naming the parts with their length and SHA-256. The head is written
+// last and only over one less far along, so a reader that finds a head
+// finds its parts, unless a newer head replaced it meanwhile (it reads the
+// head again). A writer that dies before its head leaves the head before
+// it as it was; its parts are purged by a later write. The parts of one
+// write have a key of their own, so two engines writing at once never mix
+// theirs.
 
 // checkpointParts names the parts of a checkpoint written in parts.
 type checkpointParts struct {
@@ -54,7 +56,8 @@ func partKey(id string, i int) string {
 }
 
 // writeParts writes b, the checkpoint of the tally at seq, in parts of
-// size bytes, and returns what its head says of them.
+// size bytes, and returns what its head says of them; with an error, the
+// parts it may have written.
 func writeParts(ctx context.Context, kv jetstream.KeyValue, b []byte, seq uint64, size int) (*checkpointParts, error) {
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:]) // never fails
@@ -64,7 +67,7 @@ func writeParts(ctx context.Context, kv jetstream.KeyValue, b []byte, seq uint64
 	for i := range p.N {
 		part := b[i*size : min((i+1)*size, len(b))]
 		if _, err := kv.Put(ctx, partKey(p.ID, i), part); err != nil {
-			return nil, fmt.Errorf("metrics: checkpoint part %d of %d: %w", i+1, p.N, err)
+			return p, fmt.Errorf("metrics: checkpoint part %d of %d: %w", i+1, p.N, err)
 		}
 	}
 	return p, nil
@@ -97,34 +100,62 @@ func readParts(ctx context.Context, kv jetstream.KeyValue, p checkpointParts) ([
 	return b, nil
 }
 
-// purgeParts removes from the bucket the parts of every checkpoint at a
-// sequence up to seq except keep's (the parts id of the head written
-// last; "" for a head without parts): those of the heads it replaced, of
-// writes that lost to another engine's, and of writes cut short. Parts of
-// a checkpoint further along than seq are left: another engine may be
-// writing them, and its head will take the place of this one. Purged, the
-// parts leave nothing behind in the bucket's stream, not even a marker.
-func purgeParts(ctx context.Context, js jetstream.JetStream, seq uint64, keep string) error {
-	st, err := js.Stream(ctx, "KV_"+snats.MetricsBucket)
+// partsStream is the stream of the serp_metrics bucket.
+const partsStream = "KV_" + snats.MetricsBucket
+
+// partsPrefix is the subject of every part, less its id and number.
+const partsPrefix = "$KV." + snats.MetricsBucket + "." + snats.MetricsCheckpointKey + "."
+
+// purgeID removes the parts of id from the bucket. Purged, they leave
+// nothing behind in the bucket's stream, not even a marker.
+func purgeID(ctx context.Context, js jetstream.JetStream, id string) error {
+	st, err := js.Stream(ctx, partsStream)
+	if err == nil {
+		err = st.Purge(ctx, jetstream.WithPurgeSubject(partsPrefix+id+".>"))
+	}
+	if err != nil {
+		return fmt.Errorf("metrics: purging the checkpoint parts %s: %w", id, err)
+	}
+	return nil
+}
+
+// purgeStale removes the parts no head names and none will: those of
+// checkpoints at sequences up to head's but its own (keep; "" for a head
+// without parts), left by writes that lost to a head further along or
+// were cut short, and those past the log's end, which are of a log made
+// before this one under the same name (end says where the log ends,
+// asked after the parts are listed). Parts between head's sequence and
+// the log's end may be another engine's, writing them still.
+func purgeStale(ctx context.Context, js jetstream.JetStream, head uint64, keep string, end func(uint64) (uint64, error)) error {
+	behind, past := map[string]bool{}, map[string]uint64{}
+	err := snats.EachSubject(ctx, js, partsStream, partsPrefix+">", func(subject string) {
+		f := strings.Split(strings.TrimPrefix(subject, partsPrefix), ".") // seq, nonce, part
+		at, err := strconv.ParseUint(f[0], 10, 64)
+		switch id := f[0] + "." + f[1]; {
+		case len(f) != 3 || err != nil || id == keep:
+		case at <= head:
+			behind[id] = true
+		default:
+			past[id] = at
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("metrics: checkpoint parts: %w", err)
 	}
-	prefix := "$KV." + snats.MetricsBucket + "." + snats.MetricsCheckpointKey + "."
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
-	if err != nil {
-		return fmt.Errorf("metrics: checkpoint parts: %w", err)
-	}
-	ids := map[string]bool{}
-	for subject := range info.State.Subjects {
-		f := strings.Split(strings.TrimPrefix(subject, prefix), ".") // seq, nonce, part
-		if at, err := strconv.ParseUint(f[0], 10, 64); len(f) == 3 && err == nil && at <= seq {
-			ids[f[0]+"."+f[1]] = true
+	if len(past) > 0 {
+		last, err := end(math.MaxUint64)
+		if err != nil {
+			return err
+		}
+		for id, at := range past {
+			if at > last {
+				behind[id] = true
+			}
 		}
 	}
-	delete(ids, keep)
-	for id := range ids {
-		if err := st.Purge(ctx, jetstream.WithPurgeSubject(prefix+id+".>")); err != nil {
-			return fmt.Errorf("metrics: checkpoint parts %s: %w", id, err)
+	for id := range behind {
+		if err := purgeID(ctx, js, id); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/metrics"
@@ -132,30 +133,35 @@ func TestCheckpointInParts(t *testing.T) {
 	require.Equal(t, want, got.Counts())
 	require.Equal(t, 30, got.Remembered())
 
-	// Parts of an engine that died before its head: one behind the head
-	// is purged at the next save, one further along is left.
+	// Parts of an engine that died before its head, behind the head, and
+	// of a log made before this one, past its end, are purged at the next
+	// save; those of a tally further along than the head but within the
+	// log are left for the engine that may be writing them.
 	_, err = p.kv.Put(ctx, fmt.Sprintf("%s.1.0a0b0c0d.0", snats.MetricsCheckpointKey), []byte("torn"))
 	require.NoError(t, err)
-	ahead := fmt.Sprintf("%s.%d.0a0b0c0d.0", snats.MetricsCheckpointKey, p.last+1000)
-	_, err = p.kv.Put(ctx, ahead, []byte("being written"))
+	_, err = p.kv.Put(ctx, fmt.Sprintf("%s.%d.0a0b0c0d.0", snats.MetricsCheckpointKey, p.last+1000), []byte("of another log"))
 	require.NoError(t, err)
 	p.write(10)
-	second := p.tally()
+	second, at := p.tally(), p.last
+	p.write(1)
+	ahead := fmt.Sprintf("%s.%d.0e0e0e0e.0", snats.MetricsCheckpointKey, p.last)
+	_, err = p.kv.Put(ctx, ahead, []byte("being written"))
+	require.NoError(t, err)
 	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, second, p.log)
 	require.NoError(t, err)
 	require.True(t, saved)
 	h = p.head()
-	require.Equal(t, p.last, h.Seq)
+	require.Equal(t, at, h.Seq)
 	var wantKeys []string
 	for i := range h.Parts.N {
 		wantKeys = append(wantKeys, fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i))
 	}
 	wantKeys = append(wantKeys, ahead)
 	sort.Strings(wantKeys)
-	require.Equal(t, wantKeys, p.parts(), "the first checkpoint's parts and the torn one's purged")
+	require.Equal(t, wantKeys, p.parts(), "the first checkpoint's parts, the torn one's and the other log's purged")
 	got, seq, err = p.resume()
 	require.NoError(t, err)
-	require.Equal(t, p.last, seq)
+	require.Equal(t, at, seq)
 	require.Equal(t, 40, got.Remembered())
 
 	// A tally small enough for one value writes its whole checkpoint in
@@ -167,53 +173,63 @@ func TestCheckpointInParts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, saved)
 	require.Nil(t, p.head().Parts)
-	require.Equal(t, []string{ahead}, p.parts())
+	require.Empty(t, p.parts(), "the second checkpoint's parts and those now behind the head purged")
 	got, seq, err = p.resume()
 	require.NoError(t, err)
 	require.Equal(t, p.last, seq)
-	require.Equal(t, 41, got.Remembered())
+	require.Equal(t, 42, got.Remembered())
 }
 
 // A checkpoint whose parts are not all there, or not those its head
 // names, is refused whole: the engine counts the log from its start, as
-// without one. A tally further along writes a good one over it.
+// without one. Its head is deleted, so that the next save, even of a
+// tally no further along, writes a good one.
 func TestCheckpointPartsDamaged(t *testing.T) {
 	metrics.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
 	p.write(20)
-	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
+	tally := p.tally()
+	for _, c := range []struct {
+		name, why string
+		damage    func(key func(i int) string, n int)
+	}{
+		{"a part damaged", "not the", func(key func(int) string, _ int) {
+			e, err := p.kv.Get(ctx, key(1))
+			require.NoError(t, err)
+			damaged := []byte(strings.ToUpper(string(e.Value())))
+			require.NotEqual(t, e.Value(), damaged)
+			_, err = p.kv.Put(ctx, key(1), damaged)
+			require.NoError(t, err)
+		}},
+		{"a part missing", "missing", func(key func(int) string, n int) {
+			require.NoError(t, p.kv.Purge(ctx, key(n-1)))
+		}},
+	} {
+		saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tally, p.log)
+		require.NoError(t, err, c.name)
+		require.True(t, saved, c.name)
+		h := p.head()
+		require.NotNil(t, h.Parts, c.name)
+		c.damage(func(i int) string { return fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i) }, h.Parts.N)
+
+		tl, seq, err := p.resume()
+		require.ErrorIs(t, err, metrics.ErrCheckpoint, c.name)
+		require.ErrorContains(t, err, c.why, c.name)
+		require.Zero(t, seq, c.name)
+		require.Zero(t, tl.Seq(), c.name)
+		require.Zero(t, tl.Remembered(), c.name)
+		_, err = p.kv.Get(ctx, snats.MetricsCheckpointKey)
+		require.ErrorIs(t, err, jetstream.ErrKeyNotFound, c.name)
+	}
+	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tally, p.log)
 	require.NoError(t, err)
 	require.True(t, saved)
-	h := p.head()
-	require.NotNil(t, h.Parts)
-	key := func(i int) string { return fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i) }
-
-	e, err := p.kv.Get(ctx, key(1))
-	require.NoError(t, err)
-	damaged := []byte(strings.ToUpper(string(e.Value())))
-	require.NotEqual(t, e.Value(), damaged)
-	_, err = p.kv.Put(ctx, key(1), damaged)
-	require.NoError(t, err)
-	tl, seq, err := p.resume()
-	require.ErrorIs(t, err, metrics.ErrCheckpoint)
-	require.ErrorContains(t, err, "not the")
-	require.Zero(t, seq)
-	require.Zero(t, tl.Seq())
-	require.Zero(t, tl.Remembered())
-
-	require.NoError(t, p.kv.Purge(ctx, key(h.Parts.N-1)))
-	_, _, err = p.resume()
-	require.ErrorIs(t, err, metrics.ErrCheckpoint)
-	require.ErrorContains(t, err, "missing")
-
-	p.write(1)
-	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
-	require.NoError(t, err)
-	require.True(t, saved)
-	_, seq, err = p.resume()
+	_, seq, err := p.resume()
 	require.NoError(t, err)
 	require.Equal(t, p.last, seq)
+	h := p.head()
+	require.Len(t, p.parts(), h.Parts.N, "the damaged checkpoints' parts are purged")
 }
 
 // Engines saving at once, each in parts: the head is the furthest
@@ -234,7 +250,7 @@ func TestCheckpointPartsRace(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				_, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tl, p.log)
-				require.NoError(t, err)
+				assert.NoError(t, err)
 			})
 		}
 	}
@@ -253,4 +269,51 @@ func TestCheckpointPartsRace(t *testing.T) {
 		require.True(t, strings.HasPrefix(k, snats.MetricsCheckpointKey+"."+h.Parts.ID+"."), k)
 	}
 	require.Len(t, p.parts(), h.Parts.N)
+}
+
+// hookJS runs hook once, the first time the event stream is looked up,
+// after its information is read: whoever asked goes on with a log's end
+// that has moved since.
+type hookJS struct {
+	jetstream.JetStream
+	once sync.Once
+	hook func()
+}
+
+func (h *hookJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	st, err := h.JetStream.Stream(ctx, name)
+	if name == snats.EventStream {
+		h.once.Do(h.hook)
+	}
+	return st, err
+}
+
+// A checkpoint written while a save or a resume was under way, of a log
+// that moved past the end they read, is still the log's: a save behind
+// it does not write over it, and a resume takes it.
+func TestCheckpointPastTheEndRead(t *testing.T) {
+	metrics.SetPartSize(t, 200)
+	p := newPartsLog(t)
+	ctx := t.Context()
+	p.write(10)
+	behind := p.tally()
+	further := func() {
+		p.write(5)
+		saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
+		require.NoError(t, err)
+		require.True(t, saved)
+	}
+
+	saved, err := metrics.SaveCheckpoint(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, behind, p.log)
+	require.NoError(t, err)
+	require.False(t, saved, "the checkpoint there is further along")
+	h := p.head()
+	require.Equal(t, p.last, h.Seq)
+	require.Len(t, p.parts(), h.Parts.N)
+
+	tl := metrics.NewTally().ForgetFinished()
+	seq, _, err := metrics.Resume(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, tl)
+	require.NoError(t, err)
+	require.Equal(t, p.last, seq)
+	require.Equal(t, 20, tl.Remembered())
 }

@@ -25,13 +25,14 @@ const DefaultCheckpointEvery = 30 * time.Second
 // and t left as it was, when there is no checkpoint, or none t can take
 // (ErrCheckpoint: another format, another log, a sequence past the log's
 // end, a tally set otherwise, parts missing or not those the head names).
-// Follow then reads the log from there.
+// Follow then reads the log from there. A head whose parts are missing
+// or damaged is deleted, so that the next save writes one anew.
 func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time.Time, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	log := info.Created
+	log, end := info.Created, logEnd(ctx, js, info)
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return 0, log, nil
@@ -39,8 +40,6 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 	if err != nil {
 		return 0, log, fmt.Errorf("metrics: bucket %s: %w", snats.MetricsBucket, err)
 	}
-	// A head replaced while its parts are read may have had them purged:
-	// the newer head is read then.
 	for try := 1; ; try++ {
 		e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -49,30 +48,85 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 		if err != nil {
 			return 0, log, fmt.Errorf("metrics: checkpoint: %w", err)
 		}
-		b := e.Value()
 		var c checkpointHead
-		if json.Unmarshal(b, &c) == nil {
-			if c.Seq > info.State.LastSeq {
-				// The log ends before it: not the log it was written of.
-				return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, info.State.LastSeq)
+		if json.Unmarshal(e.Value(), &c) != nil { // RestoreCheckpoint says why
+			return 0, log, t.RestoreCheckpoint(e.Value(), log)
+		}
+		if last, err := end(c.Seq); err != nil {
+			return 0, log, err
+		} else if c.Seq > last {
+			// The log ends before it: not the log it was written of.
+			return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, last)
+		}
+		if c.Parts == nil {
+			if err := t.RestoreCheckpoint(e.Value(), log); err != nil {
+				return 0, log, err
 			}
-			if c.Parts != nil && c.Format == CheckpointFormat {
-				b, err = readParts(ctx, kv, *c.Parts)
-				if errors.Is(err, errPartMissing) && try < 3 {
-					continue
-				}
-				if errors.Is(err, errPartMissing) {
-					return 0, log, fmt.Errorf("%w: %v", ErrCheckpoint, err)
-				}
-				if err != nil {
-					return 0, log, err
+			return t.Seq(), log, nil
+		}
+		if err := c.refused(log, t.forgets()); err != nil {
+			return 0, log, err
+		}
+		b, err := readParts(ctx, kv, *c.Parts)
+		if errors.Is(err, errPartMissing) && try < 3 {
+			// A newer head replaced this one and purged its parts, or
+			// the replica that answered has not stored them yet.
+			if again, gerr := kv.Get(ctx, snats.MetricsCheckpointKey); gerr != nil || again.Revision() == e.Revision() {
+				select {
+				case <-ctx.Done():
+					return 0, log, ctx.Err()
+				case <-time.After(time.Duration(try) * 100 * time.Millisecond):
 				}
 			}
+			continue
+		}
+		if errors.Is(err, errPartMissing) || errors.Is(err, ErrCheckpoint) {
+			_ = kv.Delete(ctx, snats.MetricsCheckpointKey, jetstream.LastRevision(e.Revision()))
+			return 0, log, fmt.Errorf("%w: %v (the head is deleted, for the next save to write one anew)", ErrCheckpoint, err)
+		}
+		if err != nil {
+			return 0, log, err
 		}
 		if err := t.RestoreCheckpoint(b, log); err != nil {
 			return 0, log, err
 		}
 		return t.Seq(), log, nil
+	}
+}
+
+// refused says why a tally that forgets finished jobs or not (forget)
+// cannot take the checkpoint c is the head of, counting log, as
+// RestoreCheckpoint would: before its parts are read.
+func (c checkpointHead) refused(log time.Time, forget bool) error {
+	switch {
+	case c.format() != CheckpointFormat:
+		return fmt.Errorf("%w: format %d, not %d", ErrCheckpoint, c.format(), CheckpointFormat)
+	case !c.Log.Equal(log):
+		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
+	case c.Forget != forget:
+		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrCheckpoint, c.Forget)
+	}
+	return nil
+}
+
+// logEnd returns the last sequence of the log info is of, which it
+// reads again when asked of a sequence past it, as it stood then: the
+// log moves on meanwhile. A log made again since is an ErrCheckpoint.
+func logEnd(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamInfo) func(seq uint64) (uint64, error) {
+	last := info.State.LastSeq
+	return func(seq uint64) (uint64, error) {
+		if seq <= last {
+			return last, nil
+		}
+		fresh, err := logInfo(ctx, js)
+		if err != nil {
+			return 0, err
+		}
+		if !fresh.Created.Equal(info.Created) {
+			return 0, fmt.Errorf("%w: %s was made again meanwhile", ErrCheckpoint, snats.EventStream)
+		}
+		last = fresh.State.LastSeq
+		return last, nil
 	}
 }
 
@@ -84,10 +138,13 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 // log there now. Engines share the one checkpoint: every tally folds the
 // same log the same way.
 //
-// A checkpoint larger than a KV value holds is written in parts, its head
-// last. Once a head is written, the parts of the checkpoints it replaced
-// are purged; an error doing so comes with written true, and the
-// checkpoint stands.
+// A checkpoint larger than a part is written in parts, its head last.
+// The parts no head names any longer are purged from the bucket's stream
+// (its user needs to purge KV_serp_metrics): before parts are written,
+// those of writes that lost or were cut short (if they cannot be, no
+// parts are written, so that they do not pile up); after a head is
+// written, those of the head it replaced too, when an error comes with
+// written true: the checkpoint stands.
 func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time) (bool, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
@@ -105,58 +162,102 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	if err != nil {
 		return false, err
 	}
-	forget := t.forgets()
+	forget, end := t.forgets(), logEnd(ctx, js, info)
 	// farther reports whether the checkpoint there is one a tally could
-	// take and as far along as t's.
-	farther := func(e jetstream.KeyValueEntry) bool {
-		// One a tally could not take (Resume would refuse it) is
-		// written over whatever its sequence.
-		var there checkpointHead
-		return json.Unmarshal(e.Value(), &there) == nil && there.Format == CheckpointFormat && there.Log.Equal(log) &&
-			there.Forget == forget && there.Seq <= info.State.LastSeq && there.Seq >= seq
+	// take and as far along as t's. One a tally could not take (Resume
+	// would refuse it) is written over whatever its sequence; one past
+	// the log's end as this save began is looked at against the log's end
+	// now, as another engine may have counted further meanwhile.
+	farther := func(there checkpointHead) bool {
+		if there.format() != CheckpointFormat || !there.Log.Equal(log) || there.Forget != forget || there.Seq < seq {
+			return false
+		}
+		last, err := end(there.Seq)
+		return err != nil || there.Seq <= last // in doubt, left as it is
 	}
-	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
-	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, fmt.Errorf("metrics: checkpoint: %w", err)
+	there, _, err := getHead(ctx, kv)
+	if err != nil {
+		return false, err
 	}
-	if err == nil && farther(e) {
+	if there != nil && farther(*there) {
 		return false, nil
 	}
 	head, keep := b, ""
 	if size := sizeOfParts(js); len(b) > size {
+		var at uint64
+		var named string
+		if there != nil {
+			at = there.Seq
+			if there.Parts != nil {
+				named = there.Parts.ID
+			}
+		}
+		if err := purgeStale(ctx, js, at, named, end); err != nil {
+			return false, fmt.Errorf("metrics: checkpoint not written, as the parts of older ones cannot be purged: %w", err)
+		}
 		parts, err := writeParts(ctx, kv, b, seq, size)
+		if err == nil {
+			keep = parts.ID
+			head, err = json.Marshal(checkpointHead{PartsFormat: CheckpointFormat, Log: log.UTC(), Seq: seq, Forget: forget, Parts: parts})
+		}
 		if err != nil {
+			dropParts(js, parts)
 			return false, err
 		}
-		head, err = json.Marshal(checkpointHead{Format: CheckpointFormat, Log: log.UTC(), Seq: seq, Forget: forget, Parts: parts})
-		if err != nil {
-			return false, fmt.Errorf("metrics: checkpoint: %w", err)
-		}
-		keep = parts.ID
 	}
 	written, err := saveHead(ctx, kv, head, farther)
 	if !written {
-		// Its parts, if any, are purged by the engine whose head is
-		// written at or past seq.
+		if keep != "" {
+			dropParts(js, &checkpointParts{ID: keep})
+		}
 		return false, err
 	}
-	if err := purgeParts(ctx, js, seq, keep); err != nil {
+	// The parts of the head replaced, and of any write behind this one.
+	if err := purgeStale(ctx, js, seq, keep, end); err != nil {
 		return true, err
 	}
 	return true, nil
 }
 
+// dropParts purges the parts of a write whose head was not written, if
+// any, as best it can: nothing names them.
+func dropParts(js jetstream.JetStream, p *checkpointParts) {
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = purgeID(ctx, js, p.ID)
+}
+
+// getHead reads the head under the key tally: nil if there is none, and
+// the zero head for a value that is not one.
+func getHead(ctx context.Context, kv jetstream.KeyValue) (*checkpointHead, jetstream.KeyValueEntry, error) {
+	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: checkpoint: %w", err)
+	}
+	var h checkpointHead
+	if json.Unmarshal(e.Value(), &h) != nil {
+		h = checkpointHead{}
+	}
+	return &h, e, nil
+}
+
 // saveHead writes head under the key tally, unless farther says the one
 // there is as far along.
-func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(jetstream.KeyValueEntry) bool) (bool, error) {
+func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(checkpointHead) bool) (bool, error) {
 	for range 3 {
-		e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
+		there, e, err := getHead(ctx, kv)
 		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			_, err = kv.Create(ctx, snats.MetricsCheckpointKey, head)
 		case err != nil:
-			return false, fmt.Errorf("metrics: checkpoint: %w", err)
-		case farther(e):
+			return false, err
+		case there == nil:
+			_, err = kv.Create(ctx, snats.MetricsCheckpointKey, head)
+		case farther(*there):
 			return false, nil
 		default:
 			_, err = kv.Update(ctx, snats.MetricsCheckpointKey, head, e.Revision())
@@ -180,7 +281,9 @@ func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther f
 // zero log, when Resume could not read the stream, is the stream's as the
 // first save finds it. A save that fails is tried at the next tick, and
 // logged as a warning when saves begin to fail: the checkpoint only spares
-// an engine that starts some reading.
+// an engine that starts some reading. A save that leaves the parts of
+// older checkpoints in the bucket, as they could not be purged, is logged
+// the same way.
 func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time, from uint64, every time.Duration, logger *slog.Logger) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -210,7 +313,9 @@ func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 			}
 			logger.Log(ctx, level, "metrics: the checkpoint is saved, but the parts of older ones are left in the bucket", "seq", seq, "err", err)
 		}
-		leaving = written && err != nil
+		if written {
+			leaving = err != nil
+		}
 		if err != nil && !written {
 			if !failing {
 				logger.Warn("metrics: saving the checkpoint failed; an engine that starts will count the log from an older one", "seq", seq, "err", err)

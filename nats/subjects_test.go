@@ -1,0 +1,49 @@
+package nats_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+)
+
+// EachSubject reads a stream's subjects past the server's 100,000 a
+// request, each once, and only those of its filter.
+func TestEachSubject(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := t.Context()
+	_, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "MANY", Subjects: []string{"many.>"}, Storage: jetstream.MemoryStorage})
+	require.NoError(t, err)
+	const n = 100_123
+	for i := range n {
+		_, err := srv.JS.PublishAsync(fmt.Sprintf("many.a.%d", i), nil)
+		require.NoError(t, err)
+		if i%5 == 0 {
+			_, err = srv.JS.PublishAsync(fmt.Sprintf("many.b.%d", i), nil)
+			require.NoError(t, err)
+		}
+	}
+	select {
+	case <-srv.JS.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+
+	seen := make(map[string]int, n)
+	require.NoError(t, nats.EachSubject(ctx, srv.JS, "MANY", "many.a.>", func(s string) { seen[s]++ }))
+	require.Len(t, seen, n)
+	for s, times := range seen {
+		require.Equal(t, 1, times, s)
+	}
+	seen = map[string]int{}
+	require.NoError(t, nats.EachSubject(ctx, srv.JS, "MANY", "many.b.*", func(s string) { seen[s]++ }))
+	require.Len(t, seen, (n+4)/5)
+	require.NoError(t, nats.EachSubject(ctx, srv.JS, "MANY", "many.c.>", func(s string) { t.Errorf("subject %s", s) }))
+
+	err = nats.EachSubject(ctx, srv.JS, "NONE", ">", func(string) {})
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+}
