@@ -130,9 +130,12 @@ func purgeStale(ctx context.Context, js jetstream.JetStream, head uint64, keep s
 	behind, past := map[string]bool{}, map[string]uint64{}
 	err := snats.EachSubject(ctx, js, partsStream, partsPrefix+">", func(subject string) {
 		f := strings.Split(strings.TrimPrefix(subject, partsPrefix), ".") // seq, nonce, part
+		if len(f) != 3 {
+			return // not a part: an operator's key, say
+		}
 		at, err := strconv.ParseUint(f[0], 10, 64)
 		switch id := f[0] + "." + f[1]; {
-		case len(f) != 3 || err != nil || id == keep:
+		case err != nil || id == keep:
 		case at <= head:
 			behind[id] = true
 		default:
@@ -156,6 +159,22 @@ func purgeStale(ctx context.Context, js jetstream.JetStream, head uint64, keep s
 	for id := range behind {
 		if err := purgeID(ctx, js, id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// partsAtLeader checks with the bucket stream's leader that every part p
+// names is there: errPartMissing if one is not.
+func partsAtLeader(ctx context.Context, js jetstream.JetStream, p checkpointParts) error {
+	for i := range p.N {
+		key := partKey(p.ID, i)
+		h, ok, err := snats.LastHeader(ctx, js, partsStream, "$KV."+snats.MetricsBucket+"."+key)
+		if err != nil {
+			return err
+		}
+		if op := h.Get("KV-Operation"); !ok || op == "DEL" || op == "PURGE" {
+			return fmt.Errorf("%w: %s", errPartMissing, key)
 		}
 	}
 	return nil

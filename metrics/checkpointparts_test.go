@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -316,4 +317,58 @@ func TestCheckpointPastTheEndRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, p.last, seq)
 	require.Equal(t, 20, tl.Remembered())
+}
+
+// timeoutKV stores an update of the head and then says it timed out, as
+// a reply lost on the way back would.
+type timeoutKV struct{ jetstream.KeyValue }
+
+func (k timeoutKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if _, err := k.KeyValue.Update(ctx, key, value, rev); err != nil {
+		return 0, err
+	}
+	return 0, natsgo.ErrTimeout
+}
+
+type timeoutJS struct{ jetstream.JetStream }
+
+func (j timeoutJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	kv, err := j.JetStream.KeyValue(ctx, bucket)
+	return timeoutKV{kv}, err
+}
+
+// What is not a part is left alone; parts that may be another engine's
+// stay while the head there is one no tally takes; the parts of a head
+// whose write timed out, stored all the same, are kept.
+func TestCheckpointPartsKept(t *testing.T) {
+	metrics.SetPartSize(t, 200)
+	p := newPartsLog(t)
+	ctx := t.Context()
+	_, err := p.kv.Put(ctx, snats.MetricsCheckpointKey+".bak", []byte("an operator's copy"))
+	require.NoError(t, err)
+	other := fmt.Sprintf(`{"format":1,"log":"2020-01-01T00:00:00Z","seq":1000000,"forget":true}`)
+	_, err = p.kv.Put(ctx, snats.MetricsCheckpointKey, []byte(other))
+	require.NoError(t, err)
+	p.write(20)
+	tally := p.tally()
+	p.write(1)
+	peer := fmt.Sprintf("%s.%d.0e0e0e0e.0", snats.MetricsCheckpointKey, p.last)
+	_, err = p.kv.Put(ctx, peer, []byte("another engine's, being written"))
+	require.NoError(t, err)
+
+	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tally, p.log)
+	require.NoError(t, err)
+	require.True(t, saved, "over a head of another log")
+	h := p.head()
+	require.Contains(t, p.parts(), peer)
+	require.Contains(t, p.parts(), snats.MetricsCheckpointKey+".bak")
+	require.Len(t, p.parts(), h.Parts.N+2)
+
+	saved, err = metrics.SaveCheckpoint(ctx, timeoutJS{p.srv.JS}, p.tally(), p.log)
+	require.ErrorIs(t, err, natsgo.ErrTimeout)
+	require.False(t, saved)
+	got, seq, err := p.resume()
+	require.NoError(t, err, "the head written is whole")
+	require.Equal(t, p.last, seq)
+	require.Equal(t, 21, got.Remembered())
 }

@@ -49,8 +49,8 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 			return 0, log, fmt.Errorf("metrics: checkpoint: %w", err)
 		}
 		var c checkpointHead
-		if json.Unmarshal(e.Value(), &c) != nil { // RestoreCheckpoint says why
-			return 0, log, t.RestoreCheckpoint(e.Value(), log)
+		if err := json.Unmarshal(e.Value(), &c); err != nil {
+			return 0, log, fmt.Errorf("%w: %v", ErrCheckpoint, err)
 		}
 		if last, err := end(c.Seq); err != nil {
 			return 0, log, err
@@ -67,6 +67,9 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 		if err := c.refused(log, t.forgets()); err != nil {
 			return 0, log, err
 		}
+		if c.Parts.Bytes > checkpointLimit { // a later version's, maybe
+			return 0, log, fmt.Errorf("%w: of %d bytes, over %d", ErrCheckpoint, c.Parts.Bytes, checkpointLimit)
+		}
 		b, err := readParts(ctx, kv, *c.Parts)
 		if errors.Is(err, errPartMissing) && try < 3 {
 			// A newer head replaced this one and purged its parts, or
@@ -79,6 +82,13 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 				}
 			}
 			continue
+		}
+		if errors.Is(err, errPartMissing) {
+			// A replica that has not stored the parts yet may have
+			// answered: the stream's leader says whether they are gone.
+			if lerr := partsAtLeader(ctx, js, *c.Parts); lerr == nil || !errors.Is(lerr, errPartMissing) {
+				return 0, log, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+			}
 		}
 		if errors.Is(err, errPartMissing) || errors.Is(err, ErrCheckpoint) {
 			_ = kv.Delete(ctx, snats.MetricsCheckpointKey, jetstream.LastRevision(e.Revision()))
@@ -168,8 +178,11 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	// would refuse it) is written over whatever its sequence; one past
 	// the log's end as this save began is looked at against the log's end
 	// now, as another engine may have counted further meanwhile.
+	takes := func(there checkpointHead) bool {
+		return there.format() == CheckpointFormat && there.Log.Equal(log) && there.Forget == forget
+	}
 	farther := func(there checkpointHead) bool {
-		if there.format() != CheckpointFormat || !there.Log.Equal(log) || there.Forget != forget || there.Seq < seq {
+		if !takes(there) || there.Seq < seq {
 			return false
 		}
 		last, err := end(there.Seq)
@@ -184,9 +197,11 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	}
 	head, keep := b, ""
 	if size := sizeOfParts(js); len(b) > size {
+		// Parts behind a head a tally could not take (of another log,
+		// say) may be another engine's, writing them to replace it.
 		var at uint64
 		var named string
-		if there != nil {
+		if there != nil && takes(*there) {
 			at = there.Seq
 			if there.Parts != nil {
 				named = there.Parts.ID
@@ -205,9 +220,11 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 			return false, err
 		}
 	}
-	written, err := saveHead(ctx, kv, head, farther)
+	written, lost, err := saveHead(ctx, kv, head, farther)
 	if !written {
-		if keep != "" {
+		if lost && keep != "" {
+			// Not an error whose write may have been stored after all:
+			// nothing names these parts.
 			dropParts(js, &checkpointParts{ID: keep})
 		}
 		return false, err
@@ -248,29 +265,35 @@ func getHead(ctx context.Context, kv jetstream.KeyValue) (*checkpointHead, jetst
 }
 
 // saveHead writes head under the key tally, unless farther says the one
-// there is as far along.
-func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(checkpointHead) bool) (bool, error) {
+// there is as far along. lost says head is surely not there: another
+// one is; with an error and not lost, it may have been written all the
+// same (a reply lost, say).
+func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(checkpointHead) bool) (written, lost bool, err error) {
 	for range 3 {
 		there, e, err := getHead(ctx, kv)
 		switch {
 		case err != nil:
-			return false, err
+			return false, false, err
 		case there == nil:
 			_, err = kv.Create(ctx, snats.MetricsCheckpointKey, head)
 		case farther(*there):
-			return false, nil
+			return false, true, nil
 		default:
 			_, err = kv.Update(ctx, snats.MetricsCheckpointKey, head, e.Revision())
 		}
 		if err == nil {
-			return true, nil
+			return true, false, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return false, fmt.Errorf("metrics: checkpoint: %w", err)
+			return false, false, fmt.Errorf("metrics: checkpoint: %w", err)
 		}
 		// Written meanwhile by another engine: compare with that one.
 	}
-	return false, errors.New("metrics: checkpoint not written: other engines wrote it three times meanwhile")
+	// Each of three engines, say, each further along, wrote one meanwhile.
+	if there, _, err := getHead(ctx, kv); err == nil && there != nil && farther(*there) {
+		return false, true, nil
+	}
+	return false, true, errors.New("metrics: checkpoint not written: other engines wrote it three times meanwhile")
 }
 
 // KeepCheckpoint saves t's checkpoint of log (SaveCheckpoint) every

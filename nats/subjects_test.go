@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // EachSubject reads a stream's subjects past the server's 100,000 a
-// request, each once, and only those of its filter.
+// request, each once, and only those of its filter; LastHeader asks the
+// leader for a subject's last message.
 func TestEachSubject(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := t.Context()
@@ -45,5 +47,19 @@ func TestEachSubject(t *testing.T) {
 	require.NoError(t, nats.EachSubject(ctx, srv.JS, "MANY", "many.c.>", func(s string) { t.Errorf("subject %s", s) }))
 
 	err = nats.EachSubject(ctx, srv.JS, "NONE", ">", func(string) {})
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+
+	m := natsgo.NewMsg("many.b.5")
+	m.Header.Set("Who", "the last")
+	_, err = srv.JS.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	h, ok, err := nats.LastHeader(ctx, srv.JS, "MANY", "many.b.5")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "the last", h.Get("Who"))
+	_, ok, err = nats.LastHeader(ctx, srv.JS, "MANY", "many.b.6")
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, _, err = nats.LastHeader(ctx, srv.JS, "NONE", "many.b.5")
 	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
 }

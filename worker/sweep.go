@@ -47,7 +47,7 @@ func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids []st
 	}
 	armed := e.armed(ctx, js, ids)
 	for i, jobID := range ids {
-		if armed != nil && armed[i] {
+		if armed[i] {
 			continue
 		}
 		if err := e.sweepJob(ctx, work, jobID, &rep); err != nil {
@@ -62,7 +62,7 @@ func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids []st
 // no message: a look-up per job costs a round trip, and the server a
 // block read, for each of millions of jobs waiting for their slots. Those
 // not marked are looked at one by one (sweepJob), as is every job if the
-// index cannot be read (nil).
+// index cannot be read.
 func (e *Engine) armed(ctx context.Context, js jetstream.JetStream, ids []string) []bool {
 	// ids by id, as positions in ids: a few bytes a job where a map would
 	// take some seventy.
@@ -80,8 +80,9 @@ func (e *Engine) armed(ctx context.Context, js jetstream.JetStream, ids []string
 			}
 		})
 		if err != nil {
-			e.log.Debug("sweep: the work stream's subjects could not be read; looking at each job's timer", "err", err)
-			return nil
+			// The marks so far are right: a timer seen is there.
+			e.log.Warn("sweep: the work stream's subjects could not be read; looking at each job's timer", "err", err)
+			break
 		}
 	}
 	return armed

@@ -363,7 +363,9 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		if ok {
 			began := time.Now()
 			rep, err = eng.SweepJobs(ctx, js, ids)
-			log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", time.Since(began).Round(time.Millisecond))
+			if err == nil {
+				log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", time.Since(began).Round(time.Millisecond))
+			}
 		} else if ctx.Err() == nil && f.sweepEvery > 0 {
 			continue // waited a round already: the next one now
 		}
