@@ -116,7 +116,8 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]string, intake, s
 		}
 		unsettled := c.Seq > w.cons.Floor
 		reason, isRejected := rejected[c.Seq]
-		job, hasJob := a.jobs[c.JobID]
+		job := a.job(c.JobID)
+		hasJob := job != nil
 		ownJob := hasJob && c.Source != "" && job.Source == c.Source
 		switch {
 		case isRejected && ownJob:

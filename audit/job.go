@@ -69,6 +69,11 @@ type Options struct {
 	// StuckAfter is how long a job may be overdue, and a command wait
 	// for its consumer to settle it; 0 means DefaultStuckAfter.
 	StuckAfter time.Duration
+	// WithoutLedger says the billing ledger will not be joined: the audit
+	// then keeps of a job only what its report needs, not its keys,
+	// request ids and stored observation (Auditor.Lookups and
+	// Auditor.Ledger panic).
+	WithoutLedger bool
 }
 
 func (o Options) stuckAfter() time.Duration {
@@ -79,15 +84,29 @@ func (o Options) stuckAfter() time.Duration {
 }
 
 // Job is what the audit learnt of one job: its findings, and the facts the
-// ledger join needs.
+// ledger join needs (unless audited WithoutLedger).
 type Job struct {
 	ID      string
 	Status  aggregate.Status
 	Version uint64
 	// Pending says why an unfinished job is legitimately pending; empty
 	// for a finished job and for a stuck one (which has a finding).
-	Pending  string
-	Findings []Finding
+	Pending     string
+	Findings    []Finding
+	Purchases   int
+	Repurchases int
+	// Source is the command the job was made of (JobScheduled.Source, such
+	// as SERP_COMMANDS:<seq>).
+	Source string
+	// Ledger is what the join with the billing ledger needs; nil for a job
+	// audited WithoutLedger, which an audit of millions of jobs keeps in
+	// half the memory.
+	Ledger *LedgerFacts
+}
+
+// LedgerFacts are the facts of a job the join with the billing ledger
+// needs.
+type LedgerFacts struct {
 	// Keys are the job's attempt keys, RequestIDs every request id it saw.
 	Keys       []string
 	RequestIDs []string
@@ -96,39 +115,30 @@ type Job struct {
 	// Reconciled are the charges reconciliations found.
 	Reconciled []events.LedgerEntry
 	// Unresolved is the key a cancelled job left with an unknown outcome.
-	Unresolved  string
-	Purchases   int
-	Repurchases int
-	// Source is the command the job was made of (JobScheduled.Source, such
-	// as SERP_COMMANDS:<seq>).
-	Source string
+	Unresolved string
+}
+
+// facts are j's ledger facts, none if it has none.
+func (j *Job) facts() *LedgerFacts {
+	if j.Ledger == nil {
+		return &LedgerFacts{}
+	}
+	return j.Ledger
 }
 
 // CheckJob audits one job's history, in log order, at o.Now.
 func CheckJob(evs []events.Event, o Options) Job {
 	s := aggregate.Fold(evs)
-	j := Job{ID: s.JobID, Status: s.Status, Version: s.Version, RequestIDs: s.RequestIDs(), Repurchases: s.Repurchases, Source: s.Source}
+	j := Job{ID: s.JobID, Status: s.Status, Version: s.Version, Repurchases: s.Repurchases, Source: s.Source}
 	if j.ID == "" && len(evs) > 0 {
 		j.ID = evs[0].JobID
 	}
 	for _, v := range aggregate.Verify(evs) {
 		j.Findings = append(j.Findings, Finding{Rule: v.Rule, JobID: v.JobID, Version: v.Version, Detail: v.Detail})
 	}
-	for _, a := range s.Attempts {
-		j.Keys = append(j.Keys, a.Key)
-	}
-	for _, e := range evs {
-		switch d := e.Data.(type) {
-		case events.ObservationStored:
-			d.Result = nil
-			j.Accepted = &d
-		case events.Reconciled:
-			j.Reconciled = append(j.Reconciled, d.Entries...)
-		}
-	}
 	j.Purchases = aggregate.Purchases(evs)
-	if s.Cancel != nil {
-		j.Unresolved = s.Cancel.Unresolved
+	if !o.WithoutLedger {
+		j.Ledger = ledgerFacts(s, evs)
 	}
 	pending, stuck := Pending(s, o.Now, o.stuckAfter())
 	switch {
@@ -138,6 +148,27 @@ func CheckJob(evs []events.Event, o Options) Job {
 		j.Pending = pending
 	}
 	return j
+}
+
+// ledgerFacts is what the join with the billing ledger needs of a job.
+func ledgerFacts(s aggregate.State, evs []events.Event) *LedgerFacts {
+	f := &LedgerFacts{RequestIDs: s.RequestIDs()}
+	for _, a := range s.Attempts {
+		f.Keys = append(f.Keys, a.Key)
+	}
+	for _, e := range evs {
+		switch d := e.Data.(type) {
+		case events.ObservationStored:
+			d.Result = nil
+			f.Accepted = &d
+		case events.Reconciled:
+			f.Reconciled = append(f.Reconciled, d.Entries...)
+		}
+	}
+	if s.Cancel != nil {
+		f.Unresolved = s.Cancel.Unresolved
+	}
+	return f
 }
 
 // Pending judges a job that is not finished, at now. A job is

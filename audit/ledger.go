@@ -35,15 +35,16 @@ type LedgerSummary struct {
 // more than once plus its authorised re-purchases. Call it after every job
 // was added; entries found twice count once (see chargeOf).
 func (a *Auditor) Ledger(entries []events.LedgerEntry) {
+	a.needLedger()
 	sum := &LedgerSummary{}
 	a.ledger = sum
 	byKey, byRequest := map[string]*Job{}, map[string]*Job{}
-	for _, id := range a.order {
-		j := a.jobs[id]
-		for _, k := range j.Keys {
+	for i := range a.jobs {
+		j := &a.jobs[i]
+		for _, k := range j.facts().Keys {
 			byKey[k] = j
 		}
-		for _, r := range j.RequestIDs {
+		for _, r := range j.facts().RequestIDs {
 			byRequest[r] = j
 		}
 	}
@@ -86,13 +87,13 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 					en.RequestID, en.Key, en.BilledPages, j.Status)})
 		}
 	}
-	for _, id := range a.order {
-		j := a.jobs[id]
+	for i := range a.jobs {
+		j := &a.jobs[i]
 		if n, allowed := perJob[j], 1+j.Repurchases; n > allowed {
 			a.findings = append(a.findings, Finding{Rule: RuleLedgerPurchases, JobID: j.ID,
 				Detail: fmt.Sprintf("the billing ledger has %d charges for the job, %d allowed (%d re-purchases authorised)", n, allowed, j.Repurchases)})
 		}
-		if acc := j.Accepted; acc != nil && acc.Pages > 0 && perAccepted[j] != 1 {
+		if acc := j.facts().Accepted; acc != nil && acc.Pages > 0 && perAccepted[j] != 1 {
 			a.findings = append(a.findings, Finding{Rule: RuleOneCharge, JobID: j.ID, Key: acc.Key, RequestID: acc.RequestID,
 				Detail: fmt.Sprintf("the accepted execution of key %s (request %s, %d pages) has %d charges in the billing ledger, not 1",
 					acc.Key, acc.RequestID, acc.Pages, perAccepted[j])})
@@ -114,17 +115,18 @@ func chargeOf(en events.LedgerEntry) string {
 // explain says why a charge on one of j's keys or request ids exists, or
 // "" when nothing in the log explains it.
 func explain(j *Job, en events.LedgerEntry) string {
-	if acc := j.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID != "" && en.RequestID == acc.RequestID) {
+	f := j.facts()
+	if acc := f.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID != "" && en.RequestID == acc.RequestID) {
 		return "observation"
 	}
 	id := aggregate.ChargeID(en)
-	if slices.ContainsFunc(j.Reconciled, func(r events.LedgerEntry) bool { return aggregate.ChargeID(r) == id }) {
+	if slices.ContainsFunc(f.Reconciled, func(r events.LedgerEntry) bool { return aggregate.ChargeID(r) == id }) {
 		return "reconciled"
 	}
 	if !j.Status.Terminal() {
 		return "in_flight"
 	}
-	if j.Status == aggregate.StatusCancelled && j.Unresolved != "" && en.Key == j.Unresolved {
+	if j.Status == aggregate.StatusCancelled && f.Unresolved != "" && en.Key == f.Unresolved {
 		return "cancelled"
 	}
 	return ""
@@ -133,10 +135,19 @@ func explain(j *Job, en events.LedgerEntry) string {
 // Lookups lists what to look up in the billing ledger: every key and
 // request id of the jobs added so far.
 func (a *Auditor) Lookups() (keys, requestIDs []string) {
-	for _, id := range a.order {
-		j := a.jobs[id]
-		keys = append(keys, j.Keys...)
-		requestIDs = append(requestIDs, j.RequestIDs...)
+	a.needLedger()
+	for i := range a.jobs {
+		j := &a.jobs[i]
+		keys = append(keys, j.facts().Keys...)
+		requestIDs = append(requestIDs, j.facts().RequestIDs...)
 	}
 	return keys, requestIDs
+}
+
+// needLedger panics if the jobs were audited WithoutLedger: what the join
+// needs of them was not kept.
+func (a *Auditor) needLedger() {
+	if a.opts.WithoutLedger {
+		panic("audit: the billing ledger joined to an audit made WithoutLedger")
+	}
 }

@@ -38,10 +38,12 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 // It is not safe for concurrent use; CheckJob is, so callers check jobs in
 // parallel and Add them one at a time.
 type Auditor struct {
-	opts     Options
-	events   int
-	jobs     map[string]*Job
-	order    []string
+	opts   Options
+	events int
+	// jobs are the jobs added, in the order they were; byID finds them,
+	// made when first asked (a report needs no look-ups).
+	jobs     []Job
+	byID     map[string]int
 	findings []Finding
 	commands *CommandSummary
 	ledger   *LedgerSummary
@@ -49,20 +51,53 @@ type Auditor struct {
 
 // New returns an Auditor judging at o.Now.
 func New(o Options) *Auditor {
-	return &Auditor{opts: o, jobs: map[string]*Job{}}
+	return &Auditor{opts: o}
 }
 
 // Add records an audited job and counts its events.
 func (a *Auditor) Add(j Job, events int) {
+	a.AddJobs([]Job{j}, events)
+}
+
+// AddJobs records audited jobs, in order, and counts their events. The
+// auditor keeps jobs as its own, without a copy: a reader of millions of
+// jobs hands them over whole.
+func (a *Auditor) AddJobs(jobs []Job, events int) {
 	a.events += events
-	if _, dup := a.jobs[j.ID]; dup {
-		a.findings = append(a.findings, Finding{Rule: aggregate.RuleOneJob, JobID: j.ID,
-			Detail: "the job was added to the audit twice"})
+	if len(a.jobs) == 0 && a.byID == nil {
+		a.jobs = jobs[:0]
+	}
+	a.index()
+	for _, j := range jobs {
+		if _, dup := a.byID[j.ID]; dup {
+			a.findings = append(a.findings, Finding{Rule: aggregate.RuleOneJob, JobID: j.ID,
+				Detail: "the job was added to the audit twice"})
+			continue
+		}
+		a.byID[j.ID] = len(a.jobs)
+		a.jobs = append(a.jobs, j) // in place while no job was left out
+		a.findings = append(a.findings, j.Findings...)
+	}
+}
+
+// index makes byID, if it is not made yet.
+func (a *Auditor) index() {
+	if a.byID != nil {
 		return
 	}
-	a.jobs[j.ID] = &j
-	a.order = append(a.order, j.ID)
-	a.findings = append(a.findings, j.Findings...)
+	a.byID = make(map[string]int, len(a.jobs))
+	for i, j := range a.jobs {
+		a.byID[j.ID] = i
+	}
+}
+
+// job is the job added under id, or nil.
+func (a *Auditor) job(id string) *Job {
+	a.index()
+	if i, ok := a.byID[id]; ok {
+		return &a.jobs[i]
+	}
+	return nil
 }
 
 // Unreadable records a message of the log that is not a readable event
@@ -74,8 +109,8 @@ func (a *Auditor) Unreadable(seq uint64, jobID string, err error) {
 
 // Job returns what the audit learnt of a job.
 func (a *Auditor) Job(id string) (Job, bool) {
-	j, ok := a.jobs[id]
-	if !ok {
+	j := a.job(id)
+	if j == nil {
 		return Job{}, false
 	}
 	return *j, true
@@ -86,8 +121,8 @@ func (a *Auditor) Job(id string) (Job, bool) {
 func (a *Auditor) Report() Report {
 	r := Report{Now: a.opts.Now.UTC(), Events: a.events, Jobs: len(a.jobs), Statuses: map[aggregate.Status]int{},
 		Commands: a.commands, Ledger: a.ledger, Rules: map[string]int{}, Violations: slices.Clone(a.findings)}
-	for _, id := range a.order {
-		j := a.jobs[id]
+	for i := range a.jobs {
+		j := &a.jobs[i]
 		r.Statuses[j.Status]++
 		if j.Pending != "" {
 			r.Pending++

@@ -89,7 +89,7 @@ and twice. Flags:
 	if f.ledgerURL != "" && f.ledgerFile != "" {
 		return fmt.Errorf("%w: audit takes --ledger or --ledger-file, not both", errUsage)
 	}
-	opts := audit.Options{Now: time.Now(), StuckAfter: f.stuckAfter}
+	opts := audit.Options{Now: time.Now(), StuckAfter: f.stuckAfter, WithoutLedger: f.ledgerURL == "" && f.ledgerFile == ""}
 	if f.now != "" {
 		t, err := time.Parse(time.RFC3339Nano, f.now)
 		if err != nil {

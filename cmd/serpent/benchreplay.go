@@ -105,7 +105,7 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 	// far below it (a quarter fewer events a second at a million events).
 	gc := debug.SetGCPercent(auditGCPercent)
 	start := time.Now()
-	a, err := projector.AuditLog(ctx, b.js, projector.AuditOptions{Audit: audit.Options{Now: time.Now()},
+	a, err := projector.AuditLog(ctx, b.js, projector.AuditOptions{Audit: audit.Options{Now: time.Now(), WithoutLedger: true}, // as serpent audit without --ledger
 		Progress: func(_ string, done, total uint64) { b.prog("replay: audit", int(done), int(total)) }})
 	var rep audit.Report
 	if err == nil {

@@ -214,10 +214,9 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 	chk := newChecker(o)
 	defer chk.close()
 	a := audit.New(o.Audit)
-	open := map[string][]events.Event{} // histories of jobs not finished yet
-	closed := map[string]bool{}         // jobs checked already
+	at := map[string]int{}              // every job's place, in the order of their first events
+	open := map[string][]events.Event{} // histories of jobs not finished yet; the others were checked
 	reopened := map[string]uint64{}     // ... that had events after all: the last one's sequence
-	var order []string
 	for out := range ordered {
 		var d decoded
 		select {
@@ -230,20 +229,19 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 		}
 		for _, rec := range d.recs {
 			id := rec.Event.JobID
-			if closed[id] {
-				reopened[id] = rec.Seq
-				continue
-			}
-			h, seen := open[id]
-			if !seen {
-				order = append(order, id)
+			h, isOpen := open[id]
+			if !isOpen {
+				if _, checked := at[id]; checked {
+					reopened[id] = rec.Seq
+					continue
+				}
+				at[id] = len(at)
 				h = make([]events.Event, 0, 8)
 			}
 			h = append(h, rec.Event)
 			if audit.Ends(rec.Event) {
 				delete(open, id)
-				closed[id] = true
-				chk.check(id, h, 0)
+				chk.check(at[id], h, 0)
 				continue
 			}
 			open[id] = h
@@ -254,20 +252,18 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 		return nil, err
 	}
 	for id, h := range open {
-		chk.check(id, h, 0)
+		chk.check(at[id], h, 0)
 	}
 	for id, through := range reopened {
 		h, err := reload(id, through)
 		if err != nil {
 			return nil, err
 		}
-		chk.check(id, h, 1)
+		chk.check(at[id], h, 1)
 	}
-	results := chk.close()
-	for _, id := range order {
-		r := results[id]
-		a.Add(r.job, r.events)
-	}
+	at = nil // let it go before the auditor makes its own index
+	jobs, n := chk.close()
+	a.AddJobs(jobs, n)
 	return a, nil
 }
 

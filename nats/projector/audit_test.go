@@ -30,9 +30,20 @@ func TestAuditLog(t *testing.T) {
 	}
 	want := plain.Report()
 
-	for _, workers := range []int{1, 3} {
-		a, err := projector.AuditLog(ctx, w.srv.JS, projector.AuditOptions{Audit: opts, Workers: workers})
+	for _, c := range []struct {
+		workers       int
+		withoutLedger bool
+	}{{1, false}, {3, false}, {3, true}} {
+		o := opts
+		o.WithoutLedger = c.withoutLedger
+		a, err := projector.AuditLog(ctx, w.srv.JS, projector.AuditOptions{Audit: o, Workers: c.workers})
 		require.NoError(t, err)
+		if !c.withoutLedger { // the jobs as a plain audit learnt them, in their order
+			keys, ids := plain.Lookups()
+			gotKeys, gotIDs := a.Lookups()
+			require.Equal(t, keys, gotKeys)
+			require.Equal(t, ids, gotIDs)
+		}
 		got := a.Report()
 		require.Len(t, got.Violations, 1)
 		bad := got.Violations[0]

@@ -117,6 +117,44 @@ func BenchmarkAuditEvents(b *testing.B) {
 	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
+// BenchmarkAuditMemory is what the audit keeps of each job once it has
+// read the whole log (the heap live after a collection, less the log
+// itself, which AuditEvents is given in memory), with and without what
+// the join with the billing ledger needs.
+func BenchmarkAuditMemory(b *testing.B) {
+	evs := benchEvents(b, 1_000_000)
+	msgs := make([]projector.Message, len(evs))
+	for i, e := range evs {
+		msgs[i] = projector.Message{Seq: uint64(i + 1), Data: e}
+	}
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for _, ledger := range []bool{true, false} {
+		b.Run(fmt.Sprintf("ledger=%t", ledger), func(b *testing.B) {
+			var perJob float64
+			for b.Loop() {
+				before := live()
+				a, err := projector.AuditEvents(context.Background(), msgs, projector.AuditOptions{
+					Audit: audit.Options{Now: projectionstest.T0.Add(48 * time.Hour), WithoutLedger: !ledger}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				after := live()
+				rep := a.Report()
+				if !rep.OK() {
+					b.Fatalf("%d violations", len(rep.Violations))
+				}
+				perJob = float64(after-before) / float64(rep.Jobs)
+			}
+			b.ReportMetric(perJob, "live-B/job")
+		})
+	}
+}
+
 // benchLog fills SERP_EVENTS with about n events (jobs of 4 to 7 events,
 // a thousand jobs interleaved at a time) and returns the server, which
 // fsyncs every sync (0: every write, as serpent run's embedded server).

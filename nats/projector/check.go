@@ -7,32 +7,29 @@ import (
 	"github.com/serpent-engine/serpent/events"
 )
 
-// checker runs audit.CheckJob on histories in parallel; a job checked
-// again (read again whole, round 1) replaces its first result, whichever
-// finishes first.
+// checker runs audit.CheckJob on histories in parallel, and keeps the
+// jobs in the places the reader gave them (the order of their first
+// events); a job checked again (read again whole, round 1) replaces its
+// first result, whichever finishes first.
 type checker struct {
-	opts    audit.Options
-	work    chan history
-	wg      sync.WaitGroup
-	once    sync.Once
-	mu      sync.Mutex
-	results map[string]checked
+	opts   audit.Options
+	work   chan history
+	wg     sync.WaitGroup
+	once   sync.Once
+	mu     sync.Mutex
+	jobs   []audit.Job
+	rounds []int8 // of jobs: 0 for none yet, else the round plus one
+	events []int  // of jobs
 }
 
 type history struct {
-	id    string
+	at    int
 	evs   []events.Event
-	round int
-}
-
-type checked struct {
-	job    audit.Job
-	events int
-	round  int
+	round int8
 }
 
 func newChecker(o AuditOptions) *checker {
-	c := &checker{opts: o.Audit, work: make(chan history, 4*o.Workers), results: map[string]checked{}}
+	c := &checker{opts: o.Audit, work: make(chan history, 4*o.Workers)}
 	for range o.Workers {
 		c.wg.Add(1)
 		go func() {
@@ -40,8 +37,11 @@ func newChecker(o AuditOptions) *checker {
 			for h := range c.work {
 				j := audit.CheckJob(h.evs, c.opts)
 				c.mu.Lock()
-				if prev, ok := c.results[h.id]; !ok || prev.round <= h.round {
-					c.results[h.id] = checked{job: j, events: len(h.evs), round: h.round}
+				for len(c.jobs) <= h.at {
+					c.jobs, c.rounds, c.events = append(c.jobs, audit.Job{}), append(c.rounds, 0), append(c.events, 0)
+				}
+				if c.rounds[h.at] <= h.round+1 {
+					c.jobs[h.at], c.rounds[h.at], c.events[h.at] = j, h.round+1, len(h.evs)
 				}
 				c.mu.Unlock()
 			}
@@ -50,16 +50,22 @@ func newChecker(o AuditOptions) *checker {
 	return c
 }
 
-// check queues a history.
-func (c *checker) check(id string, evs []events.Event, round int) {
-	c.work <- history{id: id, evs: evs, round: round}
+// check queues the history of the job at place at.
+func (c *checker) check(at int, evs []events.Event, round int8) {
+	c.work <- history{at: at, evs: evs, round: round}
 }
 
-// close waits for every check; safe to call twice.
-func (c *checker) close() map[string]checked {
+// close waits for every check and returns the jobs, in their places, and
+// the events they were checked on (those of each job's last round); safe
+// to call twice.
+func (c *checker) close() ([]audit.Job, int) {
 	c.once.Do(func() {
 		close(c.work)
 		c.wg.Wait()
 	})
-	return c.results
+	n := 0
+	for _, e := range c.events {
+		n += e
+	}
+	return c.jobs, n
 }
