@@ -40,8 +40,7 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 type Auditor struct {
 	opts   Options
 	events int
-	// jobs are the jobs added, in the order they were; byID finds them,
-	// made when first asked (a report needs no look-ups).
+	// jobs are the jobs added, in the order they were; byID finds them.
 	jobs     []Job
 	byID     map[string]int
 	findings []Finding
