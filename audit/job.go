@@ -70,9 +70,9 @@ type Options struct {
 	// for its consumer to settle it; 0 means DefaultStuckAfter.
 	StuckAfter time.Duration
 	// WithoutLedger says the billing ledger will not be joined: the audit
-	// then keeps of a job only what its report needs, not its keys,
-	// request ids and stored observation (Auditor.Lookups and
-	// Auditor.Ledger panic).
+	// then keeps of a job only what its report needs, not its Ledger facts
+	// (keys, request ids, stored observation, reconciled charges, the key
+	// a cancel left unresolved); Auditor.Lookups and Auditor.Ledger panic.
 	WithoutLedger bool
 }
 
@@ -100,7 +100,7 @@ type Job struct {
 	Source string
 	// Ledger is what the join with the billing ledger needs; nil for a job
 	// audited WithoutLedger, which an audit of millions of jobs keeps in
-	// half the memory.
+	// less than half the memory.
 	Ledger *LedgerFacts
 }
 

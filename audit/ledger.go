@@ -145,9 +145,15 @@ func (a *Auditor) Lookups() (keys, requestIDs []string) {
 }
 
 // needLedger panics if the jobs were audited WithoutLedger: what the join
-// needs of them was not kept.
+// needs of them was not kept, and a join would find every charge
+// unexplained.
 func (a *Auditor) needLedger() {
 	if a.opts.WithoutLedger {
 		panic("audit: the billing ledger joined to an audit made WithoutLedger")
+	}
+	for i := range a.jobs {
+		if a.jobs[i].Ledger == nil {
+			panic("audit: the billing ledger joined to job " + a.jobs[i].ID + ", checked WithoutLedger")
+		}
 	}
 }

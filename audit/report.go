@@ -59,12 +59,14 @@ func (a *Auditor) Add(j Job, events int) {
 }
 
 // AddJobs records audited jobs, in order, and counts their events. The
-// auditor keeps jobs as its own, without a copy: a reader of millions of
-// jobs hands them over whole.
+// auditor takes jobs over, without a copy (a reader of millions of jobs
+// hands them over whole): the caller must not use or change it after, as
+// the auditor may move jobs down within it, a job added twice being left
+// out.
 func (a *Auditor) AddJobs(jobs []Job, events int) {
 	a.events += events
 	if len(a.jobs) == 0 && a.byID == nil {
-		a.jobs = jobs[:0]
+		a.jobs = jobs[:0:len(jobs)] // never past what it was given
 	}
 	a.index()
 	for _, j := range jobs {
@@ -74,7 +76,7 @@ func (a *Auditor) AddJobs(jobs []Job, events int) {
 			continue
 		}
 		a.byID[j.ID] = len(a.jobs)
-		a.jobs = append(a.jobs, j) // in place while no job was left out
+		a.jobs = append(a.jobs, j) // within jobs, at or before j's place in it
 		a.findings = append(a.findings, j.Findings...)
 	}
 }

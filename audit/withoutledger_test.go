@@ -44,3 +44,27 @@ func TestAddJobsTwice(t *testing.T) {
 	require.Equal(t, 4, r.Events)
 	require.Equal(t, []string{aggregate.RuleOneJob, aggregate.RuleOneJob}, rules(r))
 }
+
+// The auditor writes only within the jobs it was handed, and refuses a
+// ledger join over a job checked without the ledger's facts.
+func TestAddJobsWithinWhatItWasGiven(t *testing.T) {
+	s := setup(t)
+	o := audit.Options{Now: s.now}
+	all := make([]audit.Job, 0, len(s.jobs))
+	for _, h := range s.jobs {
+		all = append(all, audit.CheckJob(h, o))
+	}
+	a := audit.New(o)
+	a.AddJobs(all[:2], 2)
+	a.Add(all[len(all)-1], 1)
+	a.AddJobs(all[2:len(all)-1], len(all)-3)
+	r := a.Report()
+	require.Equal(t, len(s.jobs), r.Jobs)
+	require.Equal(t, s.run().Report().Statuses, r.Statuses)
+
+	bare := audit.CheckJob(s.jobs[0], audit.Options{Now: s.now, WithoutLedger: true})
+	mixed := audit.New(o)
+	mixed.Add(all[1], 1)
+	mixed.Add(bare, 1)
+	require.PanicsWithValue(t, "audit: the billing ledger joined to job "+bare.ID+", checked WithoutLedger", func() { mixed.Lookups() })
+}

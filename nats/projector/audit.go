@@ -261,7 +261,6 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 		}
 		chk.check(at[id], h, 1)
 	}
-	at = nil // let it go before the auditor makes its own index
 	jobs, n := chk.close()
 	a.AddJobs(jobs, n)
 	return a, nil
