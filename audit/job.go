@@ -118,14 +118,6 @@ type LedgerFacts struct {
 	Unresolved string
 }
 
-// facts are j's ledger facts, none if it has none.
-func (j *Job) facts() *LedgerFacts {
-	if j.Ledger == nil {
-		return &LedgerFacts{}
-	}
-	return j.Ledger
-}
-
 // CheckJob audits one job's history, in log order, at o.Now.
 func CheckJob(evs []events.Event, o Options) Job {
 	s := aggregate.Fold(evs)

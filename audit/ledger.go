@@ -41,10 +41,10 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 	byKey, byRequest := map[string]*Job{}, map[string]*Job{}
 	for i := range a.jobs {
 		j := &a.jobs[i]
-		for _, k := range j.facts().Keys {
+		for _, k := range j.Ledger.Keys {
 			byKey[k] = j
 		}
-		for _, r := range j.facts().RequestIDs {
+		for _, r := range j.Ledger.RequestIDs {
 			byRequest[r] = j
 		}
 	}
@@ -93,7 +93,7 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 			a.findings = append(a.findings, Finding{Rule: RuleLedgerPurchases, JobID: j.ID,
 				Detail: fmt.Sprintf("the billing ledger has %d charges for the job, %d allowed (%d re-purchases authorised)", n, allowed, j.Repurchases)})
 		}
-		if acc := j.facts().Accepted; acc != nil && acc.Pages > 0 && perAccepted[j] != 1 {
+		if acc := j.Ledger.Accepted; acc != nil && acc.Pages > 0 && perAccepted[j] != 1 {
 			a.findings = append(a.findings, Finding{Rule: RuleOneCharge, JobID: j.ID, Key: acc.Key, RequestID: acc.RequestID,
 				Detail: fmt.Sprintf("the accepted execution of key %s (request %s, %d pages) has %d charges in the billing ledger, not 1",
 					acc.Key, acc.RequestID, acc.Pages, perAccepted[j])})
@@ -115,7 +115,7 @@ func chargeOf(en events.LedgerEntry) string {
 // explain says why a charge on one of j's keys or request ids exists, or
 // "" when nothing in the log explains it.
 func explain(j *Job, en events.LedgerEntry) string {
-	f := j.facts()
+	f := j.Ledger
 	if acc := f.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID != "" && en.RequestID == acc.RequestID) {
 		return "observation"
 	}
@@ -138,15 +138,15 @@ func (a *Auditor) Lookups() (keys, requestIDs []string) {
 	a.needLedger()
 	for i := range a.jobs {
 		j := &a.jobs[i]
-		keys = append(keys, j.facts().Keys...)
-		requestIDs = append(requestIDs, j.facts().RequestIDs...)
+		keys = append(keys, j.Ledger.Keys...)
+		requestIDs = append(requestIDs, j.Ledger.RequestIDs...)
 	}
 	return keys, requestIDs
 }
 
 // needLedger panics if the jobs were audited WithoutLedger: what the join
 // needs of them was not kept, and a join would find every charge
-// unexplained.
+// unexplained. Past it, every job has its Ledger facts.
 func (a *Auditor) needLedger() {
 	if a.opts.WithoutLedger {
 		panic("audit: the billing ledger joined to an audit made WithoutLedger")

@@ -65,10 +65,10 @@ func (a *Auditor) Add(j Job, events int) {
 // out.
 func (a *Auditor) AddJobs(jobs []Job, events int) {
 	a.events += events
-	if len(a.jobs) == 0 && a.byID == nil {
+	if a.byID == nil { // the first jobs added
 		a.jobs = jobs[:0:len(jobs)] // never past what it was given
+		a.byID = make(map[string]int, len(jobs))
 	}
-	a.index()
 	for _, j := range jobs {
 		if _, dup := a.byID[j.ID]; dup {
 			a.findings = append(a.findings, Finding{Rule: aggregate.RuleOneJob, JobID: j.ID,
@@ -81,20 +81,8 @@ func (a *Auditor) AddJobs(jobs []Job, events int) {
 	}
 }
 
-// index makes byID, if it is not made yet.
-func (a *Auditor) index() {
-	if a.byID != nil {
-		return
-	}
-	a.byID = make(map[string]int, len(a.jobs))
-	for i, j := range a.jobs {
-		a.byID[j.ID] = i
-	}
-}
-
 // job is the job added under id, or nil.
 func (a *Auditor) job(id string) *Job {
-	a.index()
 	if i, ok := a.byID[id]; ok {
 		return &a.jobs[i]
 	}

@@ -103,8 +103,11 @@ func readParts(ctx context.Context, kv jetstream.KeyValue, p checkpointParts) ([
 // partsStream is the stream of the serp_metrics bucket.
 const partsStream = "KV_" + snats.MetricsBucket
 
+// bucketPrefix is the subject of every key of the bucket, less the key.
+const bucketPrefix = "$KV." + snats.MetricsBucket + "."
+
 // partsPrefix is the subject of every part, less its id and number.
-const partsPrefix = "$KV." + snats.MetricsBucket + "." + snats.MetricsCheckpointKey + "."
+const partsPrefix = bucketPrefix + snats.MetricsCheckpointKey + "."
 
 // purgeID removes the parts of id from the bucket. Purged, they leave
 // nothing behind in the bucket's stream, not even a marker.
@@ -169,7 +172,7 @@ func purgeStale(ctx context.Context, js jetstream.JetStream, head uint64, keep s
 func partsAtLeader(ctx context.Context, js jetstream.JetStream, p checkpointParts) error {
 	for i := range p.N {
 		key := partKey(p.ID, i)
-		h, ok, err := snats.LastHeader(ctx, js, partsStream, "$KV."+snats.MetricsBucket+"."+key)
+		h, ok, err := snats.LastHeader(ctx, js, partsStream, bucketPrefix+key)
 		if err != nil {
 			return err
 		}

@@ -72,6 +72,14 @@ func (p *partsLog) tally() *metrics.Tally {
 	return tl
 }
 
+// save writes tl's checkpoint, and requires it written.
+func (p *partsLog) save(tl *metrics.Tally, msgAndArgs ...any) {
+	p.t.Helper()
+	saved, err := metrics.SaveCheckpoint(p.t.Context(), p.srv.JS, tl, p.log)
+	require.NoError(p.t, err, msgAndArgs...)
+	require.True(p.t, saved, msgAndArgs...)
+}
+
 // head is the checkpoint's head in the bucket.
 func (p *partsLog) head() (h struct {
 	Seq   uint64 `json:"seq"`
@@ -117,9 +125,7 @@ func TestCheckpointInParts(t *testing.T) {
 	ctx := t.Context()
 	p.write(30)
 	first := p.tally()
-	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, first, p.log)
-	require.NoError(t, err)
-	require.True(t, saved)
+	p.save(first)
 	h := p.head()
 	require.Equal(t, p.last, h.Seq)
 	require.NotNil(t, h.Parts, "a checkpoint of 30 jobs in flight is more than 200 bytes")
@@ -148,9 +154,7 @@ func TestCheckpointInParts(t *testing.T) {
 	ahead := fmt.Sprintf("%s.%d.0e0e0e0e.0", snats.MetricsCheckpointKey, p.last)
 	_, err = p.kv.Put(ctx, ahead, []byte("being written"))
 	require.NoError(t, err)
-	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, second, p.log)
-	require.NoError(t, err)
-	require.True(t, saved)
+	p.save(second)
 	h = p.head()
 	require.Equal(t, at, h.Seq)
 	var wantKeys []string
@@ -170,9 +174,7 @@ func TestCheckpointInParts(t *testing.T) {
 	metrics.SetPartSize(t, 1<<20)
 	p.write(1)
 	third := p.tally()
-	saved, err = metrics.SaveCheckpoint(ctx, p.srv.JS, third, p.log)
-	require.NoError(t, err)
-	require.True(t, saved)
+	p.save(third)
 	require.Nil(t, p.head().Parts)
 	require.Empty(t, p.parts(), "the second checkpoint's parts and those now behind the head purged")
 	got, seq, err = p.resume()
@@ -207,9 +209,7 @@ func TestCheckpointPartsDamaged(t *testing.T) {
 			require.NoError(t, p.kv.Purge(ctx, key(n-1)))
 		}},
 	} {
-		saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tally, p.log)
-		require.NoError(t, err, c.name)
-		require.True(t, saved, c.name)
+		p.save(tally, c.name)
 		h := p.head()
 		require.NotNil(t, h.Parts, c.name)
 		c.damage(func(i int) string { return fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i) }, h.Parts.N)
@@ -223,9 +223,7 @@ func TestCheckpointPartsDamaged(t *testing.T) {
 		_, err = p.kv.Get(ctx, snats.MetricsCheckpointKey)
 		require.ErrorIs(t, err, jetstream.ErrKeyNotFound, c.name)
 	}
-	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tally, p.log)
-	require.NoError(t, err)
-	require.True(t, saved)
+	p.save(tally)
 	_, seq, err := p.resume()
 	require.NoError(t, err)
 	require.Equal(t, p.last, seq)
@@ -262,9 +260,7 @@ func TestCheckpointPartsRace(t *testing.T) {
 	require.Equal(t, 24, got.Remembered())
 
 	p.write(1)
-	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
-	require.NoError(t, err)
-	require.True(t, saved)
+	p.save(p.tally())
 	h := p.head()
 	for _, k := range p.parts() {
 		require.True(t, strings.HasPrefix(k, snats.MetricsCheckpointKey+"."+h.Parts.ID+"."), k)
@@ -300,9 +296,7 @@ func TestCheckpointPastTheEndRead(t *testing.T) {
 	behind := p.tally()
 	further := func() {
 		p.write(5)
-		saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, p.tally(), p.log)
-		require.NoError(t, err)
-		require.True(t, saved)
+		p.save(p.tally())
 	}
 
 	saved, err := metrics.SaveCheckpoint(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, behind, p.log)
@@ -356,15 +350,13 @@ func TestCheckpointPartsKept(t *testing.T) {
 	_, err = p.kv.Put(ctx, peer, []byte("another engine's, being written"))
 	require.NoError(t, err)
 
-	saved, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tally, p.log)
-	require.NoError(t, err)
-	require.True(t, saved, "over a head of another log")
+	p.save(tally, "over a head of another log")
 	h := p.head()
 	require.Contains(t, p.parts(), peer)
 	require.Contains(t, p.parts(), snats.MetricsCheckpointKey+".bak")
 	require.Len(t, p.parts(), h.Parts.N+2)
 
-	saved, err = metrics.SaveCheckpoint(ctx, timeoutJS{p.srv.JS}, p.tally(), p.log)
+	saved, err := metrics.SaveCheckpoint(ctx, timeoutJS{p.srv.JS}, p.tally(), p.log)
 	require.ErrorIs(t, err, natsgo.ErrTimeout)
 	require.False(t, saved)
 	got, seq, err := p.resume()

@@ -178,9 +178,7 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	// would refuse it) is written over whatever its sequence; one past
 	// the log's end as this save began is looked at against the log's end
 	// now, as another engine may have counted further meanwhile.
-	takes := func(there checkpointHead) bool {
-		return there.format() == CheckpointFormat && there.Log.Equal(log) && there.Forget == forget
-	}
+	takes := func(there checkpointHead) bool { return there.refused(log, forget) == nil }
 	farther := func(there checkpointHead) bool {
 		if !takes(there) || there.Seq < seq {
 			return false
@@ -188,7 +186,7 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 		last, err := end(there.Seq)
 		return err != nil || there.Seq <= last // in doubt, left as it is
 	}
-	there, _, err := getHead(ctx, kv)
+	there, entry, err := getHead(ctx, kv)
 	if err != nil {
 		return false, err
 	}
@@ -220,7 +218,7 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 			return false, err
 		}
 	}
-	written, lost, err := saveHead(ctx, kv, head, farther)
+	written, lost, err := saveHead(ctx, kv, head, farther, there, entry)
 	if !written {
 		if lost && keep != "" {
 			// Not an error whose write may have been stored after all:
@@ -265,15 +263,14 @@ func getHead(ctx context.Context, kv jetstream.KeyValue) (*checkpointHead, jetst
 }
 
 // saveHead writes head under the key tally, unless farther says the one
-// there is as far along. lost says head is surely not there: another
-// one is; with an error and not lost, it may have been written all the
-// same (a reply lost, say).
-func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(checkpointHead) bool) (written, lost bool, err error) {
+// there is as far along; there and e are the head as last read (nil for
+// none). lost says head is surely not there: another one is; with an
+// error and not lost, it may have been written all the same (a reply
+// lost, say).
+func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther func(checkpointHead) bool,
+	there *checkpointHead, e jetstream.KeyValueEntry) (written, lost bool, err error) {
 	for range 3 {
-		there, e, err := getHead(ctx, kv)
 		switch {
-		case err != nil:
-			return false, false, err
 		case there == nil:
 			_, err = kv.Create(ctx, snats.MetricsCheckpointKey, head)
 		case farther(*there):
@@ -288,9 +285,12 @@ func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther f
 			return false, false, fmt.Errorf("metrics: checkpoint: %w", err)
 		}
 		// Written meanwhile by another engine: compare with that one.
+		if there, e, err = getHead(ctx, kv); err != nil {
+			return false, false, err
+		}
 	}
 	// Each of three engines, say, each further along, wrote one meanwhile.
-	if there, _, err := getHead(ctx, kv); err == nil && there != nil && farther(*there) {
+	if there != nil && farther(*there) {
 		return false, true, nil
 	}
 	return false, true, errors.New("metrics: checkpoint not written: other engines wrote it three times meanwhile")

@@ -57,8 +57,7 @@ type EventStore struct {
 	js         jetstream.JetStream
 	nc         *natsgo.Conn
 	opts       EventStoreOptions
-	maxMsgSize int    // the stream's limit, 0 for none
-	apiPrefix  string // "$JS.API." or the domain's
+	maxMsgSize int // the stream's limit, 0 for none
 	log        *slog.Logger
 }
 
@@ -114,7 +113,6 @@ func NewEventStore(ctx context.Context, js jetstream.JetStream, opts EventStoreO
 		nc:         js.Conn(),
 		opts:       opts,
 		maxMsgSize: max(int(cfg.MaxMsgSize), 0),
-		apiPrefix:  apiPrefix(js.Options()),
 		log:        log,
 	}, nil
 }

@@ -94,31 +94,35 @@ type msgGetResponse struct {
 // leaderGet reads one message through the stream leader's message-get API
 // (not a direct get); nil when there is none.
 func (s *EventStore) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	return leaderGet(ctx, s.js, s.opts.Stream, req)
+}
+
+// leaderGet reads one message of stream through its leader's message-get
+// API: a direct get may be answered by any replica, one that has not
+// stored the latest writes included. nil when there is none.
+func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.js.Options().DefaultTimeout)
-		defer cancel()
-	}
-	reply, err := s.nc.RequestWithContext(ctx, s.apiPrefix+"STREAM.MSG.GET."+s.opts.Stream, body)
+	ctx, cancel := withRequestTimeout(ctx, js)
+	defer cancel()
+	reply, err := js.Conn().RequestWithContext(ctx, apiPrefix(js.Options())+"STREAM.MSG.GET."+stream, body)
 	if err != nil {
-		return nil, fmt.Errorf("nats: read from the leader of stream %s: %w", s.opts.Stream, err)
+		return nil, fmt.Errorf("nats: read from the leader of stream %s: %w", stream, err)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, fmt.Errorf("nats: read from the leader of stream %s: %w", s.opts.Stream, err)
+		return nil, fmt.Errorf("nats: read from the leader of stream %s: %w", stream, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("nats: read from the leader of stream %s: %w", s.opts.Stream, resp.Error)
+		return nil, fmt.Errorf("nats: read from the leader of stream %s: %w", stream, resp.Error)
 	}
 	if resp.Message == nil {
-		return nil, fmt.Errorf("nats: read from the leader of stream %s: empty answer", s.opts.Stream)
+		return nil, fmt.Errorf("nats: read from the leader of stream %s: empty answer", stream)
 	}
 	var hdr natsgo.Header
 	if len(resp.Message.Header) > 0 {
@@ -127,4 +131,13 @@ func (s *EventStore) leaderGet(ctx context.Context, req msgGetRequest) (*jetstre
 		}
 	}
 	return &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Header: hdr, Data: resp.Message.Data}, nil
+}
+
+// withRequestTimeout bounds a request by js's default timeout when ctx
+// has no deadline of its own.
+func withRequestTimeout(ctx context.Context, js jetstream.JetStream) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, js.Options().DefaultTimeout)
 }

@@ -23,10 +23,7 @@ func EachSubject(ctx context.Context, js jetstream.JetStream, stream, filter str
 		if err != nil {
 			return err
 		}
-		rctx, cancel := ctx, context.CancelFunc(func() {})
-		if _, ok := ctx.Deadline(); !ok {
-			rctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
-		}
+		rctx, cancel := withRequestTimeout(ctx, js)
 		reply, err := js.Conn().RequestWithContext(rctx, subject, body)
 		cancel()
 		if err != nil {
@@ -67,38 +64,9 @@ type subjectsResponse struct {
 // that has not stored the latest writes included); ok is false when the
 // subject holds no message.
 func LastHeader(ctx context.Context, js jetstream.JetStream, stream, subject string) (h natsgo.Header, ok bool, err error) {
-	body, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{subject})
-	if err != nil {
+	m, err := leaderGet(ctx, js, stream, msgGetRequest{LastFor: subject})
+	if err != nil || m == nil {
 		return nil, false, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
-		defer cancel()
-	}
-	reply, err := js.Conn().RequestWithContext(ctx, apiPrefix(js.Options())+"STREAM.MSG.GET."+stream, body)
-	if err != nil {
-		return nil, false, fmt.Errorf("nats: %s in stream %s: %w", subject, stream, err)
-	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, false, fmt.Errorf("nats: %s in stream %s: %w", subject, stream, err)
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return nil, false, nil
-	case resp.Error != nil:
-		return nil, false, fmt.Errorf("nats: %s in stream %s: %w", subject, stream, resp.Error)
-	case resp.Message == nil:
-		return nil, false, fmt.Errorf("nats: %s in stream %s: empty answer", subject, stream)
-	case len(resp.Message.Header) == 0:
-		return natsgo.Header{}, true, nil
-	}
-	h, err = natsgo.DecodeHeadersMsg(resp.Message.Header)
-	if err != nil {
-		return nil, false, fmt.Errorf("nats: %s in stream %s: %w", subject, stream, err)
-	}
-	return h, true, nil
+	return m.Header, true, nil
 }
