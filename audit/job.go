@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -71,8 +72,9 @@ type Options struct {
 	StuckAfter time.Duration
 	// WithoutLedger says the billing ledger will not be joined: the audit
 	// then keeps of a job only what its report needs, not its Ledger facts
-	// (keys, request ids, stored observation, reconciled charges, the key
-	// a cancel left unresolved); Auditor.Lookups and Auditor.Ledger panic.
+	// (keys, request ids, the charge of its stored observation, reconciled
+	// charges, the key a cancel left unresolved); Auditor.Lookups and
+	// Auditor.Ledger panic.
 	WithoutLedger bool
 }
 
@@ -110,12 +112,22 @@ type LedgerFacts struct {
 	// Keys are the job's attempt keys, RequestIDs every request id it saw.
 	Keys       []string
 	RequestIDs []string
-	// Accepted is the stored observation (its result dropped), if any.
-	Accepted *events.ObservationStored
+	// Accepted is the charge the job's stored observation was bought with,
+	// if the last one it stored has pages; zero otherwise.
+	Accepted Charge
 	// Reconciled are the charges reconciliations found.
 	Reconciled []events.LedgerEntry
 	// Unresolved is the key a cancelled job left with an unknown outcome.
 	Unresolved string
+}
+
+// Charge is what the ledger join needs of a stored observation
+// (events.ObservationStored): the key and request id its charge is found
+// by, and its pages.
+type Charge struct {
+	Key       string
+	RequestID string
+	Pages     int
 }
 
 // CheckJob audits one job's history, in log order, at o.Now.
@@ -125,14 +137,22 @@ func CheckJob(evs []events.Event, o Options) Job {
 	if j.ID == "" && len(evs) > 0 {
 		j.ID = evs[0].JobID
 	}
-	for _, v := range aggregate.Verify(evs) {
-		j.Findings = append(j.Findings, Finding{Rule: v.Rule, JobID: v.JobID, Version: v.Version, Detail: v.Detail})
+	broken := aggregate.Verify(evs)
+	pending, stuck := Pending(s, o.Now, o.stuckAfter())
+	n := len(broken) // the findings, allocated to size: the audit keeps them
+	if stuck != "" {
+		n++
+	}
+	if n > 0 {
+		j.Findings = make([]Finding, 0, n)
+	}
+	for _, v := range broken {
+		j.Findings = append(j.Findings, Finding{Rule: v.Rule, JobID: shared(v.JobID, j.ID), Version: v.Version, Detail: v.Detail})
 	}
 	j.Purchases = aggregate.Purchases(evs)
 	if !o.WithoutLedger {
 		j.Ledger = ledgerFacts(s, evs)
 	}
-	pending, stuck := Pending(s, o.Now, o.stuckAfter())
 	switch {
 	case stuck != "":
 		j.Findings = append(j.Findings, Finding{Rule: RuleSettled, JobID: j.ID, Detail: stuck})
@@ -142,23 +162,37 @@ func CheckJob(evs []events.Event, o Options) Job {
 	return j
 }
 
+// shared returns the string of in equal to s, if any, else s: equal
+// strings the audit keeps then share their bytes.
+func shared(s string, in ...string) string {
+	if i := slices.Index(in, s); i >= 0 {
+		return in[i]
+	}
+	return s
+}
+
 // ledgerFacts is what the join with the billing ledger needs of a job.
 func ledgerFacts(s aggregate.State, evs []events.Event) *LedgerFacts {
 	f := &LedgerFacts{RequestIDs: s.RequestIDs()}
+	if len(s.Attempts) > 0 {
+		f.Keys = make([]string, 0, len(s.Attempts))
+	}
 	for _, a := range s.Attempts {
 		f.Keys = append(f.Keys, a.Key)
 	}
 	for _, e := range evs {
 		switch d := e.Data.(type) {
 		case events.ObservationStored:
-			d.Result = nil
-			f.Accepted = &d
+			f.Accepted = Charge{}
+			if d.Pages > 0 { // the join looks at no other
+				f.Accepted = Charge{Key: shared(d.Key, f.Keys...), RequestID: shared(d.RequestID, f.RequestIDs...), Pages: d.Pages}
+			}
 		case events.Reconciled:
 			f.Reconciled = append(f.Reconciled, d.Entries...)
 		}
 	}
 	if s.Cancel != nil {
-		f.Unresolved = s.Cancel.Unresolved
+		f.Unresolved = shared(s.Cancel.Unresolved, f.Keys...)
 	}
 	return f
 }

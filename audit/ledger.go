@@ -93,7 +93,7 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 			a.findings = append(a.findings, Finding{Rule: RuleLedgerPurchases, JobID: j.ID,
 				Detail: fmt.Sprintf("the billing ledger has %d charges for the job, %d allowed (%d re-purchases authorised)", n, allowed, j.Repurchases)})
 		}
-		if acc := j.Ledger.Accepted; acc != nil && acc.Pages > 0 && perAccepted[j] != 1 {
+		if acc := j.Ledger.Accepted; acc.Pages > 0 && perAccepted[j] != 1 {
 			a.findings = append(a.findings, Finding{Rule: RuleOneCharge, JobID: j.ID, Key: acc.Key, RequestID: acc.RequestID,
 				Detail: fmt.Sprintf("the accepted execution of key %s (request %s, %d pages) has %d charges in the billing ledger, not 1",
 					acc.Key, acc.RequestID, acc.Pages, perAccepted[j])})
@@ -116,7 +116,7 @@ func chargeOf(en events.LedgerEntry) string {
 // "" when nothing in the log explains it.
 func explain(j *Job, en events.LedgerEntry) string {
 	f := j.Ledger
-	if acc := f.Accepted; acc != nil && acc.Pages > 0 && (en.Key == acc.Key || en.RequestID != "" && en.RequestID == acc.RequestID) {
+	if acc := f.Accepted; acc.Pages > 0 && (en.Key == acc.Key || en.RequestID != "" && en.RequestID == acc.RequestID) {
 		return "observation"
 	}
 	id := aggregate.ChargeID(en)

@@ -41,8 +41,9 @@ type Auditor struct {
 	opts   Options
 	events int
 	// jobs are the jobs added, in the order they were; byID finds them.
-	jobs     []Job
-	byID     map[string]int
+	jobs []Job
+	byID index
+	// findings are the audit's own, beyond those of the jobs.
 	findings []Finding
 	commands *CommandSummary
 	ledger   *LedgerSummary
@@ -65,26 +66,26 @@ func (a *Auditor) Add(j Job, events int) {
 // out.
 func (a *Auditor) AddJobs(jobs []Job, events int) {
 	a.events += events
-	if a.byID == nil { // the first jobs added
+	if a.jobs == nil { // the first jobs added
 		a.jobs = jobs[:0:len(jobs)] // never past what it was given
-		a.byID = make(map[string]int, len(jobs))
 	}
+	a.byID.reserve(a.jobs, len(a.jobs)+len(jobs))
 	for _, j := range jobs {
-		if _, dup := a.byID[j.ID]; dup {
+		at, slot := a.byID.find(a.jobs, j.ID)
+		if at >= 0 {
 			a.findings = append(a.findings, Finding{Rule: aggregate.RuleOneJob, JobID: j.ID,
 				Detail: "the job was added to the audit twice"})
 			continue
 		}
-		a.byID[j.ID] = len(a.jobs)
+		a.byID.add(slot, len(a.jobs))
 		a.jobs = append(a.jobs, j) // within jobs, at or before j's place in it
-		a.findings = append(a.findings, j.Findings...)
 	}
 }
 
 // job is the job added under id, or nil.
 func (a *Auditor) job(id string) *Job {
-	if i, ok := a.byID[id]; ok {
-		return &a.jobs[i]
+	if at, _ := a.byID.find(a.jobs, id); at >= 0 {
+		return &a.jobs[at]
 	}
 	return nil
 }
@@ -109,7 +110,12 @@ func (a *Auditor) Job(id string) (Job, bool) {
 // same data give the same report.
 func (a *Auditor) Report() Report {
 	r := Report{Now: a.opts.Now.UTC(), Events: a.events, Jobs: len(a.jobs), Statuses: map[aggregate.Status]int{},
-		Commands: a.commands, Ledger: a.ledger, Rules: map[string]int{}, Violations: slices.Clone(a.findings)}
+		Commands: a.commands, Ledger: a.ledger, Rules: map[string]int{}}
+	n := len(a.findings)
+	for i := range a.jobs {
+		n += len(a.jobs[i].Findings)
+	}
+	r.Violations = append(make([]Finding, 0, n), a.findings...)
 	for i := range a.jobs {
 		j := &a.jobs[i]
 		r.Statuses[j.Status]++
@@ -118,9 +124,7 @@ func (a *Auditor) Report() Report {
 		}
 		r.Purchases += j.Purchases
 		r.RepurchasesAuthorized += j.Repurchases
-	}
-	if r.Violations == nil {
-		r.Violations = []Finding{}
+		r.Violations = append(r.Violations, j.Findings...)
 	}
 	slices.SortStableFunc(r.Violations, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(x.JobID, y.JobID), cmp.Compare(x.Version, y.Version), cmp.Compare(x.Seq, y.Seq),
