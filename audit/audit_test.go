@@ -451,3 +451,14 @@ func TestCommandsStuckPastStuckAfter(t *testing.T) {
 	require.Contains(t, bySeq[1], "the intake has not settled it")
 	require.Contains(t, bySeq[3], "the serpent-strays consumer has not settled it")
 }
+
+// TestJobIsACopy: what Job returns may be changed without changing the
+// report.
+func TestJobIsACopy(t *testing.T) {
+	a := audit.New(audit.Options{})
+	a.Add(audit.Job{ID: "j", Findings: []audit.Finding{{Rule: "r", JobID: "j", Detail: "as found"}}}, 1)
+	j, ok := a.Job("j")
+	require.True(t, ok)
+	j.Findings[0].Detail = "changed"
+	require.Equal(t, "as found", a.Report().Violations[0].Detail)
+}

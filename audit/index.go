@@ -1,10 +1,13 @@
 package audit
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"math"
+)
 
 // index finds a job's place in the auditor's jobs by its ID. It is a hash
 // table of places, open addressed: a slot holds a place plus one (a
-// uint32: up to 4,294,967,294 jobs), 0 when free, and a job's ID is read
+// uint32: places up to 4,294,967,294), 0 when free, and a job's ID is read
 // from the jobs themselves. Its slots are at most three quarters used, and
 // jobs handed over at once are given just enough: about 5.3 bytes a job,
 // where a map from IDs to places took 33.
@@ -46,6 +49,9 @@ func (x *index) find(jobs []Job, id string) (place, slot int) {
 // add records place at slot, a free slot find returned since the last
 // reserve.
 func (x *index) add(slot, place int) {
+	if place >= math.MaxUint32 {
+		panic("audit: more jobs than the index holds")
+	}
 	x.slots[slot] = uint32(place + 1)
 }
 

@@ -97,13 +97,16 @@ func (a *Auditor) Unreadable(seq uint64, jobID string, err error) {
 	a.findings = append(a.findings, Finding{Rule: RuleReadable, JobID: jobID, Seq: seq, Detail: err.Error()})
 }
 
-// Job returns what the audit learnt of a job.
+// Job returns what the audit learnt of a job. Its findings are a copy:
+// the report reads the auditor's own.
 func (a *Auditor) Job(id string) (Job, bool) {
 	j := a.job(id)
 	if j == nil {
 		return Job{}, false
 	}
-	return *j, true
+	out := *j
+	out.Findings = slices.Clone(j.Findings)
+	return out, true
 }
 
 // Report sums everything up. Findings come sorted, so two audits of the

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestDocLinks: every relative link of the README and of docs/ names a
-// file that exists and, after a #, a heading that file has.
+// TestDocLinks: every relative link of the README and of docs/ (outside
+// fenced blocks and code spans) names a file that exists and, after a #,
+// a heading that file has.
 func TestDocLinks(t *testing.T) {
 	root := filepath.Join("..", "..")
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
@@ -28,12 +30,20 @@ func TestDocLinks(t *testing.T) {
 		anchors[path] = headingAnchors(string(data))
 		return anchors[path]
 	}
-	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	link := regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	code := regexp.MustCompile("`[^`]*`")
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
+		fence := false
 		for n, line := range strings.Split(string(data), "\n") {
-			for _, m := range link.FindAllStringSubmatch(line, -1) {
+			if isFence(line) {
+				fence = !fence
+			}
+			if fence {
+				continue
+			}
+			for _, m := range link.FindAllStringSubmatch(code.ReplaceAllString(line, ""), -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 					continue
@@ -63,20 +73,21 @@ func headingAnchors(md string) map[string]bool {
 	seen := map[string]int{}
 	fence := false
 	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(line, "```") {
+		if isFence(line) {
 			fence = !fence
 			continue
 		}
-		if fence || !strings.HasPrefix(line, "#") {
+		hashes := len(line) - len(strings.TrimLeft(line, "#"))
+		if fence || hashes == 0 || hashes > 6 || !strings.HasPrefix(line[hashes:], " ") {
 			continue
 		}
-		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		text := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(line[hashes:]), "#"))
 		var b strings.Builder
 		for _, r := range strings.ToLower(text) {
 			switch {
 			case r == ' ' || r == '-':
 				b.WriteRune('-')
-			case r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127:
+			case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
 				b.WriteRune(r)
 			}
 		}
@@ -89,4 +100,20 @@ func headingAnchors(md string) map[string]bool {
 		seen[a]++
 	}
 	return out
+}
+
+// isFence says whether a line opens or closes a fenced block.
+func isFence(line string) bool {
+	line = strings.TrimLeft(line, " ")
+	return strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~")
+}
+
+// TestHeadingAnchors: anchors as GitHub makes them.
+func TestHeadingAnchors(t *testing.T) {
+	md := "# serpent\n## For developers: where things are\n### `serpent audit`, and the ledger\n" +
+		"## Costs — per job (µs)\n## Costs — per job (µs)\n```sh\n# not a heading\n```\n#nospace\n## Done ##\n"
+	require.Equal(t, map[string]bool{
+		"serpent": true, "for-developers-where-things-are": true, "serpent-audit-and-the-ledger": true,
+		"costs--per-job-µs": true, "costs--per-job-µs-1": true, "done": true,
+	}, headingAnchors(md))
 }

@@ -29,7 +29,7 @@ const DefaultBatch = 6000
 // DefaultLinger is how long an idle runner waits for more events once one
 // comes, unless told otherwise. It adds at most that much to how far the
 // projections trail a lightly loaded log, and took some 30 % off a job's
-// CPU in serpent bench's steady phase (the README has the figures).
+// CPU in serpent bench's steady phase (docs/performance.md has the figures).
 const DefaultLinger = 50 * time.Millisecond
 
 // defaultLeaseTTL is the runners' lease TTL unless told otherwise.
