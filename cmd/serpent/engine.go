@@ -342,40 +342,17 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 }
 
 // sweep repairs lost timers, of recurring schedules and of jobs, at start
-// and then every sweepEvery. It looks only at the jobs tally (the
-// metrics' fold of the log) says are in flight, once tally has caught up
-// with the log, so its cost follows the jobs in flight, not the jobs ever
-// run. With no sweeps after the first (sweepEvery 0), it calls once
-// after that one, and then returns.
+// and then every sweepEvery, in the rounds that are this engine's to make
+// (sweepTurn): one engine sweeps for all in each interval. It looks only
+// at the jobs tally (the metrics' fold of the log) says are in flight,
+// once tally has caught up with the log, so its cost follows the jobs in
+// flight, not the jobs ever run. With no sweeps after the first
+// (sweepEvery 0), it calls once after that one, and then returns.
 func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, once func(), log *slog.Logger) {
-	for {
-		// The schedules first: they do not wait for the tally.
-		if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("sweep for lost schedule timers failed", "err", err)
-		} else if n > 0 {
-			log.Warn("sweep re-armed lost schedule timers", "schedules", n)
-		}
-		var (
-			rep worker.SweepReport
-			err error
-		)
-		ids, ok := liveJobs(ctx, tally, f.sweepEvery, log)
-		if ok {
-			began := time.Now()
-			rep, err = eng.SweepJobs(ctx, js, ids)
-			if err == nil {
-				log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", time.Since(began).Round(time.Millisecond))
-			}
-		} else if ctx.Err() == nil && f.sweepEvery > 0 {
-			continue // waited a round already: the next one now
-		}
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("sweep for lost timers failed", "err", err)
-		case rep.Rearmed > rep.Held || rep.Unusable > 0:
-			log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "held", rep.Held, "unusable", rep.Unusable)
-		case rep.Held > 0:
-			log.Debug("sweep armed the timers of jobs claimed under a running lease", "jobs", rep.Jobs, "live", rep.Live, "held", rep.Held)
+	for first := true; ; first = false {
+		if f.sweepTurn(ctx, js, eng.Name(), first, log) && !f.sweepRound(ctx, eng, schedules, js, tally, log) &&
+			ctx.Err() == nil && f.sweepEvery > 0 {
+			continue // waited a round already for the fold: the next one now
 		}
 		if f.sweepEvery <= 0 {
 			once()
@@ -387,6 +364,69 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		case <-time.After(f.sweepEvery):
 		}
 	}
+}
+
+// sweepTurn says whether this round's sweep is this engine's (worker's)
+// to make: the first, at start, always is; a later one is if no engine
+// has begun one in the last nine tenths of sweepEvery
+// (worker.SweepTurn). Either is recorded, so that the engines already
+// running do not sweep again just after it. If the record cannot be read
+// or written, the engine sweeps all the same.
+func (f *engineFlags) sweepTurn(ctx context.Context, js jetstream.JetStream, name string, first bool, log *slog.Logger) bool {
+	every := f.sweepEvery
+	if first {
+		every = 0 // recorded, whatever was
+	}
+	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
+	var (
+		mine bool
+		last worker.SweepRecord
+	)
+	if err == nil {
+		mine, last, err = worker.SweepTurn(ctx, kv, name, time.Now(), every)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil:
+		log.Warn("sweep: the engines' last sweep could not be read or recorded; sweeping all the same", "err", err)
+		return true
+	case first || mine:
+		return true
+	}
+	log.Debug("sweep left to the engine that began one", "by", last.Worker, "began", last.Began)
+	return false
+}
+
+// sweepRound sweeps the recurring schedules, then the jobs in flight once
+// tally has caught up; false if it gave up waiting for the tally.
+func (f *engineFlags) sweepRound(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) bool {
+	// The schedules first: they do not wait for the tally.
+	if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("sweep for lost schedule timers failed", "err", err)
+	} else if n > 0 {
+		log.Warn("sweep re-armed lost schedule timers", "schedules", n)
+	}
+	ids, ok := liveJobs(ctx, tally, f.sweepEvery, log)
+	if !ok {
+		return false
+	}
+	began := time.Now()
+	rep, err := eng.SweepJobs(ctx, js, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("sweep for lost timers failed", "err", err)
+		}
+		return true
+	}
+	log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", time.Since(began).Round(time.Millisecond))
+	switch {
+	case rep.Rearmed > rep.Held || rep.Unusable > 0:
+		log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "held", rep.Held, "unusable", rep.Unusable)
+	case rep.Held > 0:
+		log.Debug("sweep armed the timers of jobs claimed under a running lease", "jobs", rep.Jobs, "live", rep.Live, "held", rep.Held)
+	}
+	return true
 }
 
 // liveJobs waits until tally has caught up with the log and returns the

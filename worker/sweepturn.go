@@ -1,0 +1,72 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// SweepKey is the key of the metrics bucket (serp_metrics) that records
+// the last sweep for lost timers any engine began.
+const SweepKey = "sweep"
+
+// SweepRecord is the value under SweepKey: when a sweep began, and which
+// engine began it.
+type SweepRecord struct {
+	Began  time.Time `json:"began"`
+	Worker string    `json:"worker"`
+}
+
+// SweepTurn says whether a periodic sweep for lost timers is this
+// engine's (worker's) to make at now: whether no engine has begun one in
+// the last nine tenths of every, as kv's SweepKey records (a record more
+// than every ahead of now counts as none). A sweep looks
+// at every job in flight, whichever engine makes it, so engines that sweep
+// every interval need one sweep an interval between them, not one each: at
+// a million jobs in flight a sweep costs the server some ten seconds of
+// reading its index of timers. If the turn is this engine's, SweepTurn
+// records the sweep as begun by it with a compare-and-set, so that of
+// engines asking at once one sweeps; last is the record it found. On an
+// error (the bucket cannot be read or written) the caller should sweep all
+// the same: a sweep made twice costs less than a lost timer left.
+func SweepTurn(ctx context.Context, kv jetstream.KeyValue, worker string, now time.Time, every time.Duration) (mine bool, last SweepRecord, err error) {
+	rec, err := json.Marshal(SweepRecord{Began: now.UTC(), Worker: worker})
+	if err != nil {
+		return false, last, err
+	}
+	e, err := kv.Get(ctx, SweepKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		_, err = kv.Create(ctx, SweepKey, rec)
+	case err != nil:
+		return false, last, fmt.Errorf("sweep turn: %w", err)
+	default:
+		// A record that cannot be read is taken as no sweep: the turn
+		// is this engine's, and its record replaces it. So is one more
+		// than an interval ahead of now, by an engine whose clock is far
+		// off: the others would leave it every sweep for as long.
+		if json.Unmarshal(e.Value(), &last) == nil {
+			if ago := now.Sub(last.Began); ago > -every && ago < every*9/10 {
+				return false, last, nil
+			}
+		}
+		_, err = kv.Update(ctx, SweepKey, rec, e.Revision())
+	}
+	switch {
+	case snats.IsCASConflict(err):
+		// Another engine took the turn since the read.
+		if e, gerr := kv.Get(ctx, SweepKey); gerr == nil {
+			_ = json.Unmarshal(e.Value(), &last)
+		}
+		return false, last, nil
+	case err != nil:
+		return false, last, fmt.Errorf("sweep turn: %w", err)
+	}
+	return true, last, nil
+}

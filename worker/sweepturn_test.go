@@ -1,0 +1,137 @@
+package worker_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/worker"
+)
+
+func sweepBucket(t *testing.T) jetstream.KeyValue {
+	t.Helper()
+	srv := natstest.RunServer(t)
+	kv, err := srv.JS.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
+	require.NoError(t, err)
+	return kv
+}
+
+// TestSweepTurn: engines that sweep every interval take turns: one sweep
+// an interval between them, whichever engine asks first once nine tenths
+// of it have passed.
+func TestSweepTurn(t *testing.T) {
+	kv := sweepBucket(t)
+	ctx := context.Background()
+	every := 10 * time.Minute
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	turn := func(w string, at time.Duration) (bool, worker.SweepRecord) {
+		t.Helper()
+		mine, last, err := worker.SweepTurn(ctx, kv, w, t0.Add(at), every)
+		require.NoError(t, err)
+		return mine, last
+	}
+
+	mine, _ := turn("a", 0)
+	require.True(t, mine, "no sweep yet")
+	mine, last := turn("b", 5*time.Minute)
+	require.False(t, mine, "a swept five minutes ago")
+	require.Equal(t, worker.SweepRecord{Began: t0, Worker: "a"}, last)
+	mine, _ = turn("a", 8*time.Minute+59*time.Second)
+	require.False(t, mine, "not yet nine tenths of the interval")
+	mine, last = turn("b", 9*time.Minute)
+	require.True(t, mine, "nine tenths of the interval since a's sweep")
+	require.Equal(t, "a", last.Worker)
+	mine, last = turn("a", 10*time.Minute)
+	require.False(t, mine, "b has just swept")
+	require.Equal(t, worker.SweepRecord{Began: t0.Add(9 * time.Minute), Worker: "b"}, last)
+}
+
+// TestSweepTurnOfOneAtOnce: of engines asking at the same moment, one
+// sweeps, and the others learn which.
+func TestSweepTurnOfOneAtOnce(t *testing.T) {
+	kv := sweepBucket(t)
+	ctx := context.Background()
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	for round := range 3 {
+		at := now.Add(time.Duration(round) * time.Hour)
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			mine  []string
+			errs  []error
+			heard = map[string]int{}
+		)
+		for _, w := range []string{"a", "b", "c", "d", "e", "f"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, last, err := worker.SweepTurn(ctx, kv, w, at, time.Hour)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case ok:
+					mine = append(mine, w)
+				default:
+					heard[last.Worker]++
+				}
+			}()
+		}
+		wg.Wait()
+		require.Empty(t, errs)
+		require.Len(t, mine, 1, "round %d: one engine sweeps", round)
+		require.Equal(t, map[string]int{mine[0]: 5}, heard, "round %d: the others hear of its sweep", round)
+	}
+}
+
+// TestSweepTurnOverAnUnreadableRecord: a record that cannot be read, one
+// more than an interval ahead, or a deleted one, counts as no sweep.
+func TestSweepTurnOverAnUnreadableRecord(t *testing.T) {
+	kv := sweepBucket(t)
+	ctx := context.Background()
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	_, err := kv.Put(ctx, worker.SweepKey, []byte("not json"))
+	require.NoError(t, err)
+	mine, _, err := worker.SweepTurn(ctx, kv, "a", now, time.Hour)
+	require.NoError(t, err)
+	require.True(t, mine)
+
+	_, err = kv.Put(ctx, worker.SweepKey, []byte(`{"began":"2027-12-06T10:00:00Z","worker":"ahead"}`))
+	require.NoError(t, err)
+	mine, last, err := worker.SweepTurn(ctx, kv, "a", now, time.Hour)
+	require.NoError(t, err)
+	require.True(t, mine, "a record a year ahead is an engine's clock far off")
+	require.Equal(t, "ahead", last.Worker)
+	mine, _, err = worker.SweepTurn(ctx, kv, "a", now.Add(-59*time.Minute), time.Hour)
+	require.NoError(t, err)
+	require.False(t, mine, "a record less than an interval ahead is an engine's clock a little off")
+
+	require.NoError(t, kv.Delete(ctx, worker.SweepKey))
+	mine, _, err = worker.SweepTurn(ctx, kv, "b", now, time.Hour)
+	require.NoError(t, err)
+	require.True(t, mine)
+	mine, last, err = worker.SweepTurn(ctx, kv, "c", now, time.Hour)
+	require.NoError(t, err)
+	require.False(t, mine)
+	require.Equal(t, "b", last.Worker)
+}
+
+// TestSweepTurnWithoutTheBucket: an error, for the caller to sweep all the
+// same.
+func TestSweepTurnWithoutTheBucket(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket})
+	require.NoError(t, err)
+	require.NoError(t, srv.JS.DeleteKeyValue(ctx, snats.MetricsBucket))
+	mine, _, err := worker.SweepTurn(ctx, kv, "a", time.Now(), time.Hour)
+	require.Error(t, err)
+	require.False(t, mine)
+}
