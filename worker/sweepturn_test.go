@@ -23,8 +23,9 @@ func sweepBucket(t *testing.T) jetstream.KeyValue {
 }
 
 // TestSweepTurn: engines that sweep every interval take turns: one sweep
-// an interval between them, whichever engine asks first once nine tenths
-// of it have passed.
+// an interval between them. The engine that made the last keeps the turn;
+// another takes it once nine tenths of an interval have passed without a
+// sweep.
 func TestSweepTurn(t *testing.T) {
 	kv := sweepBucket(t)
 	ctx := context.Background()
@@ -42,14 +43,18 @@ func TestSweepTurn(t *testing.T) {
 	mine, last := turn("b", 5*time.Minute)
 	require.False(t, mine, "a swept five minutes ago")
 	require.Equal(t, worker.SweepRecord{Began: t0, Worker: "a"}, last)
-	mine, _ = turn("a", 8*time.Minute+59*time.Second)
-	require.False(t, mine, "not yet nine tenths of the interval")
-	mine, last = turn("b", 9*time.Minute)
-	require.True(t, mine, "nine tenths of the interval since a's sweep")
+	mine, _ = turn("a", 6*time.Minute)
+	require.True(t, mine, "a made the last sweep: its turn, whatever its clock says")
+	mine, _ = turn("b", 14*time.Minute+59*time.Second)
+	require.False(t, mine, "not yet nine tenths of the interval since a's last")
+	mine, last = turn("b", 15*time.Minute+24*time.Second)
+	require.True(t, mine, "nine tenths of the interval since a's last sweep")
 	require.Equal(t, "a", last.Worker)
-	mine, last = turn("a", 10*time.Minute)
+	mine, last = turn("a", 16*time.Minute)
 	require.False(t, mine, "b has just swept")
-	require.Equal(t, worker.SweepRecord{Began: t0.Add(9 * time.Minute), Worker: "b"}, last)
+	require.Equal(t, worker.SweepRecord{Began: t0.Add(15*time.Minute + 24*time.Second), Worker: "b"}, last)
+	mine, _ = turn("b", 10*time.Minute)
+	require.True(t, mine, "b's own record, ahead of b's clock stepped back")
 }
 
 // TestSweepTurnOfOneAtOnce: of engines asking at the same moment, one
@@ -109,7 +114,7 @@ func TestSweepTurnOverAnUnreadableRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, mine, "a record a year ahead is an engine's clock far off")
 	require.Equal(t, "ahead", last.Worker)
-	mine, _, err = worker.SweepTurn(ctx, kv, "a", now.Add(-59*time.Minute), time.Hour)
+	mine, _, err = worker.SweepTurn(ctx, kv, "b", now.Add(-59*time.Minute), time.Hour)
 	require.NoError(t, err)
 	require.False(t, mine, "a record less than an interval ahead is an engine's clock a little off")
 
@@ -134,4 +139,26 @@ func TestSweepTurnWithoutTheBucket(t *testing.T) {
 	mine, _, err := worker.SweepTurn(ctx, kv, "a", time.Now(), time.Hour)
 	require.Error(t, err)
 	require.False(t, mine)
+}
+
+// TestLeaveSweepTurn: an engine whose sweep failed gives up its turn, and
+// another takes it at once; it does not give up one another engine took.
+func TestLeaveSweepTurn(t *testing.T) {
+	kv := sweepBucket(t)
+	ctx := context.Background()
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	mine, _, err := worker.SweepTurn(ctx, kv, "a", now, time.Hour)
+	require.NoError(t, err)
+	require.True(t, mine)
+	require.NoError(t, worker.LeaveSweepTurn(ctx, kv, "a"))
+	mine, _, err = worker.SweepTurn(ctx, kv, "b", now.Add(time.Minute), time.Hour)
+	require.NoError(t, err)
+	require.True(t, mine, "a gave its turn up")
+
+	require.NoError(t, worker.LeaveSweepTurn(ctx, kv, "a"))
+	mine, last, err := worker.SweepTurn(ctx, kv, "c", now.Add(2*time.Minute), time.Hour)
+	require.NoError(t, err)
+	require.False(t, mine, "b's turn stays b's")
+	require.Equal(t, "b", last.Worker)
+	require.NoError(t, worker.LeaveSweepTurn(ctx, kv, "nobody"))
 }

@@ -211,7 +211,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.sweep(loops, eng, schedules, js, tally, func() {
+		f.sweep(loops, eng, schedules, js, tally, clock.Now, func() {
 			if f.httpAddr == "" {
 				stopFold()
 			}
@@ -342,17 +342,36 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 }
 
 // sweep repairs lost timers, of recurring schedules and of jobs, at start
-// and then every sweepEvery, in the rounds that are this engine's to make
-// (sweepTurn): one engine sweeps for all in each interval. It looks only
-// at the jobs tally (the metrics' fold of the log) says are in flight,
-// once tally has caught up with the log, so its cost follows the jobs in
-// flight, not the jobs ever run. With no sweeps after the first
-// (sweepEvery 0), it calls once after that one, and then returns.
-func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, once func(), log *slog.Logger) {
+// and then every sweepEvery. It looks only at the jobs tally (the
+// metrics' fold of the log) says are in flight, once tally has caught up
+// with the log, so its cost follows the jobs in flight, not the jobs ever
+// run. A sweep covers every engine's jobs, so after the one at start the
+// engines take turns (sweepTurn): one sweeps for all in each interval.
+// With no sweeps after the first (sweepEvery 0), it calls once after that
+// one, and then returns.
+func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, now func() time.Time, once func(), log *slog.Logger) {
 	for first := true; ; first = false {
-		if f.sweepTurn(ctx, js, eng.Name(), first, log) && !f.sweepRound(ctx, eng, schedules, js, tally, log) &&
-			ctx.Err() == nil && f.sweepEvery > 0 {
-			continue // waited a round already for the fold: the next one now
+		if first {
+			sweepSchedules(ctx, schedules, log) // at once: they do not wait for the fold
+		}
+		ids, ok := liveJobs(ctx, tally, f.sweepEvery, log)
+		switch {
+		case ok && first:
+			// Made, and not recorded: an engine that keeps restarting,
+			// or one that sweeps only at start, takes no one's turn.
+			sweepJobs(ctx, eng, js, ids, log)
+		case ok && f.sweepTurn(ctx, js, eng.Name(), now(), log):
+			sweepSchedules(ctx, schedules, log)
+			if !sweepJobs(ctx, eng, js, ids, log) && ctx.Err() == nil {
+				leaveSweepTurn(ctx, js, eng.Name(), log) // the next engine need not wait
+			}
+		case !ok && ctx.Err() == nil && f.sweepEvery > 0:
+			// The fold is still behind after a round's wait. An engine
+			// that cannot sweep the jobs takes no turn, or the others
+			// would leave theirs to it; the schedules all the same, and
+			// the next round now.
+			sweepSchedules(ctx, schedules, log)
+			continue
 		}
 		if f.sweepEvery <= 0 {
 			once()
@@ -366,24 +385,19 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 	}
 }
 
-// sweepTurn says whether this round's sweep is this engine's (worker's)
-// to make: the first, at start, always is; a later one is if no engine
-// has begun one in the last nine tenths of sweepEvery
-// (worker.SweepTurn). Either is recorded, so that the engines already
-// running do not sweep again just after it. If the record cannot be read
-// or written, the engine sweeps all the same.
-func (f *engineFlags) sweepTurn(ctx context.Context, js jetstream.JetStream, name string, first bool, log *slog.Logger) bool {
-	every := f.sweepEvery
-	if first {
-		every = 0 // recorded, whatever was
-	}
+// sweepTurn says whether a periodic sweep at now is this engine's
+// (name's) to make, recording it if so (worker.SweepTurn): whether it
+// made the last one, or no engine has begun one in the last nine tenths
+// of sweepEvery. If the record cannot be read or written, the engine
+// sweeps all the same.
+func (f *engineFlags) sweepTurn(ctx context.Context, js jetstream.JetStream, name string, now time.Time, log *slog.Logger) bool {
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	var (
 		mine bool
 		last worker.SweepRecord
 	)
 	if err == nil {
-		mine, last, err = worker.SweepTurn(ctx, kv, name, time.Now(), every)
+		mine, last, err = worker.SweepTurn(ctx, kv, name, now, f.sweepEvery)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -391,33 +405,44 @@ func (f *engineFlags) sweepTurn(ctx context.Context, js jetstream.JetStream, nam
 	case err != nil:
 		log.Warn("sweep: the engines' last sweep could not be read or recorded; sweeping all the same", "err", err)
 		return true
-	case first || mine:
+	case mine:
 		return true
 	}
 	log.Debug("sweep left to the engine that began one", "by", last.Worker, "began", last.Began)
 	return false
 }
 
-// sweepRound sweeps the recurring schedules, then the jobs in flight once
-// tally has caught up; false if it gave up waiting for the tally.
-func (f *engineFlags) sweepRound(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) bool {
-	// The schedules first: they do not wait for the tally.
+// sweepSchedules re-arms the timers of recurring schedules that lost them.
+func sweepSchedules(ctx context.Context, schedules *worker.Schedules, log *slog.Logger) {
 	if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
 		log.Warn("sweep for lost schedule timers failed", "err", err)
 	} else if n > 0 {
 		log.Warn("sweep re-armed lost schedule timers", "schedules", n)
 	}
-	ids, ok := liveJobs(ctx, tally, f.sweepEvery, log)
-	if !ok {
-		return false
+}
+
+// leaveSweepTurn gives up the turn this engine (name) took, after its
+// sweep failed (worker.LeaveSweepTurn).
+func leaveSweepTurn(ctx context.Context, js jetstream.JetStream, name string, log *slog.Logger) {
+	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
+	if err == nil {
+		err = worker.LeaveSweepTurn(ctx, kv, name)
 	}
+	if err != nil && ctx.Err() == nil {
+		log.Warn("sweep: could not give the turn up after a failed sweep", "err", err)
+	}
+}
+
+// sweepJobs re-arms the timers of the jobs of ids that lost them; false if
+// the sweep failed.
+func sweepJobs(ctx context.Context, eng *worker.Engine, js jetstream.JetStream, ids []string, log *slog.Logger) bool {
 	began := time.Now()
 	rep, err := eng.SweepJobs(ctx, js, ids)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("sweep for lost timers failed", "err", err)
 		}
-		return true
+		return false
 	}
 	log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", time.Since(began).Round(time.Millisecond))
 	switch {

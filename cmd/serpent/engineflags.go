@@ -68,7 +68,7 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	f.ops.register(fs)
 	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
 	fs.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "how long a due job may go without a sign of life from its worker before another worker takes it")
-	fs.DurationVar(&f.sweepEvery, "sweep-every", 10*time.Minute, "how often to look for jobs and recurring schedules whose timer was lost (0: only at start)")
+	fs.DurationVar(&f.sweepEvery, "sweep-every", 10*time.Minute, "how often to look for jobs and recurring schedules whose timer was lost, in turns with the other engines (0: only at start)")
 	fs.StringVar(&f.rulesFile, "outcome-rules", "", "JSON file of extra outcome table rows, e.g. [{\"status\":500,\"class\":\"retryable\",\"action\":\"retry_new_key\"}]")
 	fs.StringVar(&f.name, "name", "", "worker name in events and logs (default host-pid)")
 	fs.StringVar(&f.log.format, "log-format", "text", "log format: text or json")

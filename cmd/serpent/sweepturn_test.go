@@ -1,21 +1,27 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 )
 
-// TestSweepTakesTurns: an engine records its sweeps for lost timers in
-// serp_metrics, leaves a periodic sweep to another engine that has just
+// TestSweepTakesTurns: an engine records its periodic sweeps for lost
+// timers in serp_metrics, leaves one to another engine that has just
 // begun one, and sweeps again once none has.
 func TestSweepTakesTurns(t *testing.T) {
 	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "",
@@ -58,4 +64,50 @@ func TestSweepTakesTurns(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// noAPI answers nothing: the engine of TestLaggingFoldTakesNoTurn never
+// sends.
+type noAPI struct{}
+
+func (noAPI) Search(context.Context, string, []byte) serper.Result { return serper.Result{} }
+func (noAPI) Ledger(context.Context, serper.LedgerQuery) ([]serper.LedgerEntry, error) {
+	return nil, nil
+}
+
+// TestLaggingFoldTakesNoTurn: an engine whose metrics' fold has not caught
+// up with the log cannot sweep the jobs, so it takes no turn that would
+// make the others leave theirs to it; it sweeps the schedules all the
+// same, a round at a time.
+func TestLaggingFoldTakesNoTurn(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Minute))
+	eng, err := worker.New(worker.Config{Name: "engine-lag", Store: memstore.New(memstore.Options{}), API: noAPI{},
+		Timers: snats.NewTimers(srv.JS, nil)})
+	require.NoError(t, err)
+	schedules, err := worker.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
+	require.NoError(t, err)
+
+	var out syncBuffer
+	f := &engineFlags{sweepEvery: 50 * time.Millisecond}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// A fold never told where the log ends: it never catches up.
+		f.sweep(ctx, eng, schedules, srv.JS, metrics.NewTally().ForgetFinished(), time.Now, func() {}, slog.New(slog.NewTextHandler(&out, nil)))
+	}()
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		if n := strings.Count(out.String(), "sweep for lost timers skipped"); n < 3 {
+			return fmt.Errorf("%d rounds given up", n)
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	kv, err := srv.JS.KeyValue(t.Context(), snats.MetricsBucket)
+	require.NoError(t, err)
+	_, err = kv.Get(t.Context(), worker.SweepKey)
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "a lagging engine recorded a sweep")
 }
