@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -161,4 +162,53 @@ func TestLeaveSweepTurn(t *testing.T) {
 	require.False(t, mine, "b's turn stays b's")
 	require.Equal(t, "b", last.Worker)
 	require.NoError(t, worker.LeaveSweepTurn(ctx, kv, "nobody"))
+}
+
+// TestSweepTurnOnACluster: on a bucket of three replicas, engines on
+// connections of their own asking at once: one sweeps each round, a
+// deleted record included.
+func TestSweepTurnOnACluster(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	c.WaitReady(t)
+	ctx := context.Background()
+	_, js := c.Connect(t)
+	first, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1, Replicas: 3})
+	require.NoError(t, err)
+	var kvs []jetstream.KeyValue
+	for range 6 {
+		_, js := c.Connect(t)
+		kv, err := js.KeyValue(ctx, snats.MetricsBucket)
+		require.NoError(t, err)
+		kvs = append(kvs, kv)
+	}
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	for round := range 12 {
+		if round%4 == 3 {
+			require.NoError(t, first.Delete(ctx, worker.SweepKey))
+		}
+		at := now.Add(time.Duration(round) * time.Hour)
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			mine int
+			errs []error
+		)
+		for i, kv := range kvs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, _, err := worker.SweepTurn(ctx, kv, fmt.Sprint("engine-", i), at, time.Hour)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				} else if ok {
+					mine++
+				}
+			}()
+		}
+		wg.Wait()
+		require.Empty(t, errs, "round %d", round)
+		require.Equal(t, 1, mine, "round %d: one engine sweeps", round)
+	}
 }
