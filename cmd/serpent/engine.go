@@ -350,19 +350,28 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 // With no sweeps after the first (sweepEvery 0), it calls once after that
 // one, and then returns.
 func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, now func() time.Time, once func(), log *slog.Logger) {
+	own := true // the first sweep of the jobs, made at start
 	for first := true; ; first = false {
 		if first {
 			sweepSchedules(ctx, schedules, log) // at once: they do not wait for the fold
 		}
-		ids, ok := liveJobs(ctx, tally, f.sweepEvery, log)
+		// The jobs in flight as of now: a fold caught up once but behind
+		// since (a stalled read, a load it cannot keep up with) would sweep
+		// an old list of them, and hold the turn while it did.
+		through, err := eventLogLastSeq(ctx, js)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("sweep: the event log's last sequence could not be read; taking the fold as it stands", "err", err)
+		}
+		ids, ok := liveJobs(ctx, tally, through, f.sweepEvery, log)
 		switch {
-		case ok && first:
+		case ok && own:
 			// Made, and not recorded: an engine that keeps restarting,
 			// or one that sweeps only at start, takes no one's turn.
 			sweepJobs(ctx, eng, js, ids, log)
+			own = false
 		case ok && f.sweepTurn(ctx, js, eng.Name(), now(), log):
-			sweepSchedules(ctx, schedules, log)
-			if !sweepJobs(ctx, eng, js, ids, log) && ctx.Err() == nil {
+			swept := sweepSchedules(ctx, schedules, log)
+			if !sweepJobs(ctx, eng, js, ids, log) || !swept {
 				leaveSweepTurn(ctx, js, eng.Name(), log) // the next engine need not wait
 			}
 		case !ok && ctx.Err() == nil && f.sweepEvery > 0:
@@ -412,18 +421,25 @@ func (f *engineFlags) sweepTurn(ctx context.Context, js jetstream.JetStream, nam
 	return false
 }
 
-// sweepSchedules re-arms the timers of recurring schedules that lost them.
-func sweepSchedules(ctx context.Context, schedules *worker.Schedules, log *slog.Logger) {
-	if n, err := schedules.Sweep(ctx); err != nil && ctx.Err() == nil {
+// sweepSchedules re-arms the timers of recurring schedules that lost
+// them; false if the sweep failed.
+func sweepSchedules(ctx context.Context, schedules *worker.Schedules, log *slog.Logger) bool {
+	n, err := schedules.Sweep(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
 		log.Warn("sweep for lost schedule timers failed", "err", err)
-	} else if n > 0 {
+	case n > 0:
 		log.Warn("sweep re-armed lost schedule timers", "schedules", n)
 	}
+	return err == nil
 }
 
 // leaveSweepTurn gives up the turn this engine (name) took, after its
-// sweep failed (worker.LeaveSweepTurn).
+// sweep of the jobs or of the schedules failed (worker.LeaveSweepTurn).
 func leaveSweepTurn(ctx context.Context, js jetstream.JetStream, name string, log *slog.Logger) {
+	if ctx.Err() != nil {
+		return // stopping: the failure was the stop's
+	}
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if err == nil {
 		err = worker.LeaveSweepTurn(ctx, kv, name)
@@ -454,19 +470,21 @@ func sweepJobs(ctx context.Context, eng *worker.Engine, js jetstream.JetStream, 
 	return true
 }
 
-// liveJobs waits until tally has caught up with the log and returns the
-// jobs it says are in flight; false if ctx ends first, or wait (when not
-// 0) passes first, so that a fold that cannot catch up does not hold the
-// next round's sweep of the schedules. A wait of more than a minute is
-// logged, once.
-func liveJobs(ctx context.Context, tally *metrics.Tally, wait time.Duration, log *slog.Logger) ([]string, bool) {
+// liveJobs waits until tally has caught up with the log, and has counted
+// it through sequence through, and returns the jobs it says are in
+// flight; false if ctx ends first, or wait (when not 0) passes first, so
+// that a fold that cannot catch up does not hold the next round's sweep
+// of the schedules. A wait of more than a minute is logged, once.
+func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait time.Duration, log *slog.Logger) ([]string, bool) {
 	start, warned := time.Now(), false
 	poll := time.Second
 	if wait > 0 {
 		poll = min(poll, wait)
 	}
 	for {
-		if ids, caughtUp := tally.Live(); caughtUp {
+		// The place first: the jobs read after it are as of it or later.
+		seq := tally.Seq()
+		if ids, caughtUp := tally.Live(); seq >= through && caughtUp {
 			if warned {
 				log.Info("sweep for lost timers: the metrics' fold of the log has caught up", "waited", time.Since(start).Round(time.Second))
 			}
@@ -474,11 +492,11 @@ func liveJobs(ctx context.Context, tally *metrics.Tally, wait time.Duration, log
 		}
 		waited := time.Since(start)
 		if wait > 0 && waited >= wait {
-			log.Warn("sweep for lost timers skipped: the metrics' fold of the log has not caught up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq())
+			log.Warn("sweep for lost timers skipped: the metrics' fold of the log has not caught up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq(), "log_seq", through)
 			return nil, false
 		}
 		if !warned && waited >= time.Minute {
-			log.Warn("sweep for lost timers waits for the metrics' fold of the log to catch up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq())
+			log.Warn("sweep for lost timers waits for the metrics' fold of the log to catch up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq(), "log_seq", through)
 			warned = true
 		}
 		select {

@@ -16,7 +16,6 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 )
 
@@ -75,39 +74,52 @@ func (noAPI) Ledger(context.Context, serper.LedgerQuery) ([]serper.LedgerEntry, 
 	return nil, nil
 }
 
-// TestLaggingFoldTakesNoTurn: an engine whose metrics' fold has not caught
-// up with the log cannot sweep the jobs, so it takes no turn that would
-// make the others leave theirs to it; it sweeps the schedules all the
-// same, a round at a time.
+// TestLaggingFoldTakesNoTurn: an engine whose metrics' fold is behind the
+// log cannot sweep the jobs in flight, so it takes no turn that would make
+// the others leave theirs to it: whether its fold never caught up, or
+// caught up once and has not moved since.
 func TestLaggingFoldTakesNoTurn(t *testing.T) {
-	srv := natstest.RunServer(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Minute))
-	eng, err := worker.New(worker.Config{Name: "engine-lag", Store: memstore.New(memstore.Options{}), API: noAPI{},
-		Timers: snats.NewTimers(srv.JS, nil)})
-	require.NoError(t, err)
-	schedules, err := worker.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
-	require.NoError(t, err)
+	for name, caughtUpOnce := range map[string]bool{"never caught up": false, "caught up once": true} {
+		t.Run(name, func(t *testing.T) {
+			srv := natstest.RunServer(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+			require.NoError(t, err)
+			require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Minute))
+			st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
+			require.NoError(t, err)
+			eng, err := worker.New(worker.Config{Name: "engine-lag", Store: st, API: noAPI{}, Timers: snats.NewTimers(srv.JS, nil)})
+			require.NoError(t, err)
+			schedules, err := worker.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
+			require.NoError(t, err)
+			tally := metrics.NewTally().ForgetFinished() // told nothing of the log
+			if caughtUpOnce {
+				tally.CatchUpTo(0) // as on an empty log
+			}
+			future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+			_, err = eng.Schedule(ctx, []byte(`{"slot":"`+future+`","query":"q","country":"US","language":"en","device":"mobile"}`), "test")
+			require.NoError(t, err)
 
-	var out syncBuffer
-	f := &engineFlags{sweepEvery: 50 * time.Millisecond}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// A fold never told where the log ends: it never catches up.
-		f.sweep(ctx, eng, schedules, srv.JS, metrics.NewTally().ForgetFinished(), time.Now, func() {}, slog.New(slog.NewTextHandler(&out, nil)))
-	}()
-	natstest.WaitFor(t, 20*time.Second, func() error {
-		if n := strings.Count(out.String(), "sweep for lost timers skipped"); n < 3 {
-			return fmt.Errorf("%d rounds given up", n)
-		}
-		return nil
-	})
-	cancel()
-	<-done
-	kv, err := srv.JS.KeyValue(t.Context(), snats.MetricsBucket)
-	require.NoError(t, err)
-	_, err = kv.Get(t.Context(), worker.SweepKey)
-	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "a lagging engine recorded a sweep")
+			var out syncBuffer
+			f := &engineFlags{sweepEvery: 50 * time.Millisecond}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				f.sweep(ctx, eng, schedules, srv.JS, tally, time.Now, func() {}, slog.New(slog.NewTextHandler(&out, nil)))
+			}()
+			natstest.WaitFor(t, 20*time.Second, func() error {
+				if n := strings.Count(out.String(), "sweep for lost timers skipped"); n < 3 {
+					return fmt.Errorf("%d rounds given up", n)
+				}
+				return nil
+			})
+			cancel()
+			<-done
+			kv, err := srv.JS.KeyValue(t.Context(), snats.MetricsBucket)
+			require.NoError(t, err)
+			_, err = kv.Get(t.Context(), worker.SweepKey)
+			require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "a lagging engine recorded a sweep")
+		})
+	}
 }
