@@ -343,9 +343,9 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 
 // sweep repairs lost timers, of recurring schedules and of jobs, at start
 // and then every sweepEvery. It looks only at the jobs tally (the
-// metrics' fold of the log) says are in flight, once tally has caught up
-// with the log, so its cost follows the jobs in flight, not the jobs ever
-// run. A sweep covers every engine's jobs, so after the one at start the
+// metrics' fold of the log) says are in flight, once tally has counted
+// the log through where it ended when the round began, so its cost
+// follows the jobs in flight, not the jobs ever run. A sweep covers every engine's jobs, so after the one at start the
 // engines take turns (sweepTurn): one sweeps for all in each interval.
 // With no sweeps after the first (sweepEvery 0), it calls once after that
 // one, and then returns.
@@ -360,6 +360,9 @@ func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *
 		// an old list of them, and hold the turn while it did.
 		through, err := eventLogLastSeq(ctx, js)
 		if err != nil && ctx.Err() == nil {
+			// through 0: a fold caught up once passes, as it did before
+			// rounds read the log's end; better than no sweep while the
+			// server cannot say where the log ends.
 			log.Warn("sweep: the event log's last sequence could not be read; taking the fold as it stands", "err", err)
 		}
 		ids, ok := liveJobs(ctx, tally, through, f.sweepEvery, log)
