@@ -43,12 +43,13 @@ type Metrics struct {
 	groupAppends prometheus.Histogram
 	groupEvents  prometheus.Histogram
 	groupTime    prometheus.Histogram
+	sweep        sweepMetrics
 }
 
 // New returns a registry with the Go runtime and process collectors,
 // serpent's histograms and, per opts, the log's totals and the lag.
 func New(opts Options) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), sweep: newSweepMetrics()}
 	m.api = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "serpent_api_request_seconds", Help: "Time from sending a search to its outcome, by API account and reply (HTTP status, or unknown).",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 100},
@@ -70,6 +71,7 @@ func New(opts Options) *Metrics {
 	info.Set(1)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.api, m.appends, m.groupAppends, m.groupEvents, m.groupTime, info)
+	m.reg.MustRegister(m.sweep.collectors()...)
 	if opts.Tally != nil || opts.Lag != nil || opts.LastSeq != nil {
 		m.reg.MustRegister(&logCollector{tally: opts.Tally, lag: opts.Lag, lastSeq: opts.LastSeq})
 	}

@@ -18,7 +18,6 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
@@ -211,11 +210,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.sweep(loops, eng, schedules, js, tally, clock.Now, func() {
+		s := &sweeper{eng: eng, schedules: schedules, js: js, tally: tally, every: f.sweepEvery, now: clock.Now, mx: mx, log: log}
+		s.run(loops, func() {
 			if f.httpAddr == "" {
 				stopFold()
 			}
-		}, log)
+		})
 	}()
 	wg.Wait()
 	if stopped != nil {
@@ -339,175 +339,6 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 		say("connected to NATS at %s", snats.RedactURL(nc.ConnectedUrl())) // ConnectedUrlRedacted keeps a token
 	}
 	return nc, js, nil
-}
-
-// sweep repairs lost timers, of recurring schedules and of jobs, at start
-// and then every sweepEvery. It looks only at the jobs tally (the
-// metrics' fold of the log) says are in flight, once tally has counted
-// the log through where it ended when the round began, so its cost
-// follows the jobs in flight, not the jobs ever run. A sweep covers every engine's jobs, so after the one at start the
-// engines take turns (sweepTurn): one sweeps for all in each interval.
-// With no sweeps after the first (sweepEvery 0), it calls once after that
-// one, and then returns.
-func (f *engineFlags) sweep(ctx context.Context, eng *worker.Engine, schedules *worker.Schedules, js jetstream.JetStream, tally *metrics.Tally, now func() time.Time, once func(), log *slog.Logger) {
-	own := true // the first sweep of the jobs, made at start
-	for first := true; ; first = false {
-		if first {
-			sweepSchedules(ctx, schedules, log) // at once: they do not wait for the fold
-		}
-		// The jobs in flight as of now: a fold caught up once but behind
-		// since (a stalled read, a load it cannot keep up with) would sweep
-		// an old list of them, and hold the turn while it did.
-		through, err := eventLogLastSeq(ctx, js)
-		if err != nil && ctx.Err() == nil {
-			// through 0: a fold caught up once passes, as it did before
-			// rounds read the log's end; better than no sweep while the
-			// server cannot say where the log ends.
-			log.Warn("sweep: the event log's last sequence could not be read; taking the fold as it stands", "err", err)
-		}
-		ids, ok := liveJobs(ctx, tally, through, f.sweepEvery, log)
-		switch {
-		case ok && own:
-			// Made, and not recorded: an engine that keeps restarting,
-			// or one that sweeps only at start, takes no one's turn.
-			sweepJobs(ctx, eng, js, ids, log)
-			own = false
-		case ok && f.sweepTurn(ctx, js, eng.Name(), now(), log):
-			swept := sweepSchedules(ctx, schedules, log)
-			if !sweepJobs(ctx, eng, js, ids, log) || !swept {
-				leaveSweepTurn(ctx, js, eng.Name(), log) // the next engine need not wait
-			}
-		case !ok && ctx.Err() == nil && f.sweepEvery > 0:
-			// The fold is still behind after a round's wait. An engine
-			// that cannot sweep the jobs takes no turn, or the others
-			// would leave theirs to it; the schedules all the same, and
-			// the next round now.
-			sweepSchedules(ctx, schedules, log)
-			continue
-		}
-		if f.sweepEvery <= 0 {
-			once()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(f.sweepEvery):
-		}
-	}
-}
-
-// sweepTurn says whether a periodic sweep at now is this engine's
-// (name's) to make, recording it if so (worker.SweepTurn): whether it
-// made the last one, or no engine has begun one in the last nine tenths
-// of sweepEvery. If the record cannot be read or written, the engine
-// sweeps all the same.
-func (f *engineFlags) sweepTurn(ctx context.Context, js jetstream.JetStream, name string, now time.Time, log *slog.Logger) bool {
-	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
-	var (
-		mine bool
-		last worker.SweepRecord
-	)
-	if err == nil {
-		mine, last, err = worker.SweepTurn(ctx, kv, name, now, f.sweepEvery)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return false
-	case err != nil:
-		log.Warn("sweep: the engines' last sweep could not be read or recorded; sweeping all the same", "err", err)
-		return true
-	case mine:
-		return true
-	}
-	log.Debug("sweep left to the engine that began one", "by", last.Worker, "began", last.Began)
-	return false
-}
-
-// sweepSchedules re-arms the timers of recurring schedules that lost
-// them; false if the sweep failed.
-func sweepSchedules(ctx context.Context, schedules *worker.Schedules, log *slog.Logger) bool {
-	n, err := schedules.Sweep(ctx)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		log.Warn("sweep for lost schedule timers failed", "err", err)
-	case n > 0:
-		log.Warn("sweep re-armed lost schedule timers", "schedules", n)
-	}
-	return err == nil
-}
-
-// leaveSweepTurn gives up the turn this engine (name) took, after its
-// sweep of the jobs or of the schedules failed (worker.LeaveSweepTurn).
-func leaveSweepTurn(ctx context.Context, js jetstream.JetStream, name string, log *slog.Logger) {
-	if ctx.Err() != nil {
-		return // stopping: the failure was the stop's
-	}
-	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
-	if err == nil {
-		err = worker.LeaveSweepTurn(ctx, kv, name)
-	}
-	if err != nil && ctx.Err() == nil {
-		log.Warn("sweep: could not give the turn up after a failed sweep", "err", err)
-	}
-}
-
-// sweepJobs re-arms the timers of the jobs of ids that lost them; false if
-// the sweep failed.
-func sweepJobs(ctx context.Context, eng *worker.Engine, js jetstream.JetStream, ids []string, log *slog.Logger) bool {
-	began := time.Now()
-	rep, err := eng.SweepJobs(ctx, js, ids)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("sweep for lost timers failed", "err", err)
-		}
-		return false
-	}
-	log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", time.Since(began).Round(time.Millisecond))
-	switch {
-	case rep.Rearmed > rep.Held || rep.Unusable > 0:
-		log.Warn("sweep re-armed lost timers", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "held", rep.Held, "unusable", rep.Unusable)
-	case rep.Held > 0:
-		log.Debug("sweep armed the timers of jobs claimed under a running lease", "jobs", rep.Jobs, "live", rep.Live, "held", rep.Held)
-	}
-	return true
-}
-
-// liveJobs waits until tally has caught up with the log, and has counted
-// it through sequence through, and returns the jobs it says are in
-// flight; false if ctx ends first, or wait (when not 0) passes first, so
-// that a fold that cannot catch up does not hold the next round's sweep
-// of the schedules. A wait of more than a minute is logged, once.
-func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait time.Duration, log *slog.Logger) ([]string, bool) {
-	start, warned := time.Now(), false
-	poll := time.Second
-	if wait > 0 {
-		poll = min(poll, wait)
-	}
-	for {
-		// The place first: the jobs read after it are as of it or later.
-		seq := tally.Seq()
-		if ids, caughtUp := tally.Live(); seq >= through && caughtUp {
-			if warned {
-				log.Info("sweep for lost timers: the metrics' fold of the log has caught up", "waited", time.Since(start).Round(time.Second))
-			}
-			return ids, true
-		}
-		waited := time.Since(start)
-		if wait > 0 && waited >= wait {
-			log.Warn("sweep for lost timers skipped: the metrics' fold of the log has not caught up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq(), "log_seq", through)
-			return nil, false
-		}
-		if !warned && waited >= time.Minute {
-			log.Warn("sweep for lost timers waits for the metrics' fold of the log to catch up", "waited", waited.Round(time.Second), "counted_seq", tally.Seq(), "log_seq", through)
-			warned = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil, false
-		case <-time.After(poll):
-		}
-	}
 }
 
 // onLoopback says whether an http(s) URL names this machine.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -385,7 +386,7 @@ func TestMetricsResumeFromTheCheckpoint(t *testing.T) {
 // TestSweepLooksAtTheJobsInFlight: an engine sweeps for lost timers
 // among the jobs the metrics' fold of the log says are in flight only, not
 // every job of the log, and repairs a lost one, whether it serves HTTP
-// (and so shows that fold) or not.
+// (and so shows that fold, and counts its sweeps) or not.
 func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
 	for name, http := range map[string]string{"with HTTP": "127.0.0.1:0", "without HTTP": ""} {
 		t.Run(name, func(t *testing.T) {
@@ -398,6 +399,11 @@ func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
 			job := loseATimer(t, js)
 			waitAllTerminal(t, js, []string{job})
 			require.Regexp(t, `sweep re-armed lost timers.* jobs=1 live=1 rearmed=1`, r.stderr.String())
+			if http != "" {
+				_, body := get(t, r.opsURL(t)+"/metrics")
+				require.Equal(t, 1.0, metricValue(body, `serpent_sweep_rearmed_total{timer="job"}`))
+				require.GreaterOrEqual(t, metricValue(body, `serpent_sweeps_total{outcome="swept"}`), 2.0, "at start and after")
+			}
 		})
 	}
 }
@@ -447,6 +453,12 @@ func TestSweepAtStartWithoutHTTP(t *testing.T) {
 // deletes it, and returns the job's id: only a sweep can wake it now.
 func loseATimer(t *testing.T, js jetstream.JetStream) string {
 	t.Helper()
+	// The jobs there before: a sweep may have armed a timer for one of
+	// them (at the end of the lease of a job it found claimed).
+	before := map[string]bool{}
+	require.NoError(t, snats.EachSubject(t.Context(), js, snats.EventStream, snats.EventSubjectPrefix+">", func(s string) {
+		before[strings.TrimPrefix(s, snats.EventSubjectPrefix)] = true
+	}))
 	slot := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second).Add(time.Second)
 	cmd := fmt.Sprintf(`{"slot":%q,"query":"lost timer","country":"US","language":"en","device":"mobile"}`, slot.Format(time.RFC3339))
 	_, err := js.Publish(t.Context(), snats.ScheduleSubject, []byte(cmd))
@@ -455,12 +467,15 @@ func loseATimer(t *testing.T, js jetstream.JetStream) string {
 	require.NoError(t, err)
 	var job string
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		m, err := work.GetMsg(t.Context(), 0, jetstream.WithGetMsgSubject(snats.TimerSubjectPrefix+">"))
-		if err != nil {
-			return err
+		err := snats.EachSubject(t.Context(), js, snats.WorkStream, snats.TimerSubjectPrefix+">", func(s string) {
+			if id := strings.TrimPrefix(s, snats.TimerSubjectPrefix); !before[id] {
+				job = id
+			}
+		})
+		if err == nil && job == "" {
+			err = errors.New("no timer of the new job yet")
 		}
-		job = strings.TrimPrefix(m.Subject, snats.TimerSubjectPrefix)
-		return nil
+		return err
 	})
 	require.NoError(t, work.Purge(t.Context(), jetstream.WithPurgeSubject(snats.TimerSubjectPrefix+job)))
 	return job

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -102,11 +103,13 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			require.NoError(t, err)
 
 			var out syncBuffer
-			f := &engineFlags{sweepEvery: 50 * time.Millisecond}
+			mx := metrics.New(metrics.Options{})
+			s := &sweeper{eng: eng, schedules: schedules, js: srv.JS, tally: tally, every: 50 * time.Millisecond, now: time.Now,
+				mx: mx, log: slog.New(slog.NewTextHandler(&out, nil))}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				f.sweep(ctx, eng, schedules, srv.JS, tally, time.Now, func() {}, slog.New(slog.NewTextHandler(&out, nil)))
+				s.run(ctx, func() {})
 			}()
 			natstest.WaitFor(t, 20*time.Second, func() error {
 				if n := strings.Count(out.String(), "sweep for lost timers skipped"); n < 3 {
@@ -120,6 +123,10 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			require.NoError(t, err)
 			_, err = kv.Get(t.Context(), worker.SweepKey)
 			require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "a lagging engine recorded a sweep")
+			rec := httptest.NewRecorder()
+			mx.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			require.GreaterOrEqual(t, metricValue(rec.Body.String(), `serpent_sweeps_total{outcome="behind"}`), 3.0)
+			require.Equal(t, -1.0, metricValue(rec.Body.String(), `serpent_sweeps_total{outcome="swept"}`))
 		})
 	}
 }
