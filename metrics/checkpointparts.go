@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
 )
 
 // A checkpoint larger than a part (512 KB, or half the server's
@@ -101,7 +102,7 @@ func readParts(ctx context.Context, kv jetstream.KeyValue, p checkpointParts) ([
 }
 
 // partsStream is the stream of the serp_metrics bucket.
-const partsStream = "KV_" + snats.MetricsBucket
+var partsStream = projector.BucketStream(snats.MetricsBucket)
 
 // bucketPrefix is the subject of every key of the bucket, less the key.
 const bucketPrefix = "$KV." + snats.MetricsBucket + "."

@@ -281,7 +281,7 @@ func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther f
 		if err == nil {
 			return true, false, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !snats.IsCASConflict(err) {
 			return false, false, fmt.Errorf("metrics: checkpoint: %w", err)
 		}
 		// Written meanwhile by another engine: compare with that one.

@@ -44,10 +44,13 @@ const (
 	AccountsBucket = "serp_accounts"
 
 	// MetricsBucket holds the metrics tally's checkpoint (key
-	// MetricsCheckpointKey): where an engine that starts resumes counting
-	// the log, instead of at its start.
+	// MetricsCheckpointKey, and its parts under it): where an engine that
+	// starts resumes counting the log, instead of at its start; and the
+	// last periodic sweep for lost timers an engine began (key
+	// MetricsSweepKey), whose turn it is to sweep.
 	MetricsBucket        = "serp_metrics"
 	MetricsCheckpointKey = "tally"
+	MetricsSweepKey      = "sweep"
 
 	// Durable consumers of the engine.
 	IntakeConsumer        = "serpent-intake"

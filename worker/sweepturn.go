@@ -12,12 +12,8 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
-// SweepKey is the key of the metrics bucket (serp_metrics) that records
-// the last sweep for lost timers any engine began.
-const SweepKey = "sweep"
-
-// SweepRecord is the value under SweepKey: when a sweep began, and which
-// engine began it.
+// SweepRecord is the value under the metrics bucket's key
+// snats.MetricsSweepKey: when a sweep began, and which engine began it.
 type SweepRecord struct {
 	Began  time.Time `json:"began"`
 	Worker string    `json:"worker"`
@@ -25,9 +21,9 @@ type SweepRecord struct {
 
 // SweepTurn says whether a periodic sweep for lost timers is this
 // engine's (worker's) to make at now: whether it made the last one, as
-// kv's SweepKey records, or no engine has begun one in the last nine
-// tenths of every (a record more than every ahead of now, by an engine
-// whose clock is far off, counts as none). A sweep looks at every job in
+// kv's snats.MetricsSweepKey records, or no engine has begun one in the
+// last nine tenths of every (a record more than every ahead of now, by an
+// engine whose clock is far off, counts as none). A sweep looks at every job in
 // flight, whichever engine makes it, so engines that sweep every interval
 // need one sweep an interval between them, not one each: at a million
 // jobs in flight a sweep costs the server some ten seconds of reading its
@@ -43,10 +39,10 @@ func SweepTurn(ctx context.Context, kv jetstream.KeyValue, worker string, now ti
 	}
 	for tries := 1; ; tries++ {
 		last = SweepRecord{}
-		e, err := kv.Get(ctx, SweepKey)
+		e, err := kv.Get(ctx, snats.MetricsSweepKey)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			_, err = kv.Create(ctx, SweepKey, rec)
+			_, err = kv.Create(ctx, snats.MetricsSweepKey, rec)
 		case err != nil:
 			return false, last, fmt.Errorf("sweep turn: %w", err)
 		default:
@@ -57,7 +53,7 @@ func SweepTurn(ctx context.Context, kv jetstream.KeyValue, worker string, now ti
 					return false, last, nil
 				}
 			}
-			_, err = kv.Update(ctx, SweepKey, rec, e.Revision())
+			_, err = kv.Update(ctx, snats.MetricsSweepKey, rec, e.Revision())
 		}
 		switch {
 		case err == nil:
@@ -79,7 +75,7 @@ func SweepTurn(ctx context.Context, kv jetstream.KeyValue, worker string, now ti
 // making the next. The record is deleted with a compare-and-set, leaving
 // one another engine wrote since.
 func LeaveSweepTurn(ctx context.Context, kv jetstream.KeyValue, worker string) error {
-	e, err := kv.Get(ctx, SweepKey)
+	e, err := kv.Get(ctx, snats.MetricsSweepKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil
 	}
@@ -90,7 +86,7 @@ func LeaveSweepTurn(ctx context.Context, kv jetstream.KeyValue, worker string) e
 	if json.Unmarshal(e.Value(), &last) != nil || last.Worker != worker {
 		return nil
 	}
-	if err := kv.Delete(ctx, SweepKey, jetstream.LastRevision(e.Revision())); err != nil && !snats.IsCASConflict(err) {
+	if err := kv.Delete(ctx, snats.MetricsSweepKey, jetstream.LastRevision(e.Revision())); err != nil && !snats.IsCASConflict(err) {
 		return fmt.Errorf("sweep turn: %w", err)
 	}
 	return nil

@@ -103,13 +103,13 @@ func TestSweepTurnOverAnUnreadableRecord(t *testing.T) {
 	kv := sweepBucket(t)
 	ctx := context.Background()
 	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-	_, err := kv.Put(ctx, worker.SweepKey, []byte("not json"))
+	_, err := kv.Put(ctx, snats.MetricsSweepKey, []byte("not json"))
 	require.NoError(t, err)
 	mine, _, err := worker.SweepTurn(ctx, kv, "a", now, time.Hour)
 	require.NoError(t, err)
 	require.True(t, mine)
 
-	_, err = kv.Put(ctx, worker.SweepKey, []byte(`{"began":"2027-12-06T10:00:00Z","worker":"ahead"}`))
+	_, err = kv.Put(ctx, snats.MetricsSweepKey, []byte(`{"began":"2027-12-06T10:00:00Z","worker":"ahead"}`))
 	require.NoError(t, err)
 	mine, last, err := worker.SweepTurn(ctx, kv, "a", now, time.Hour)
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestSweepTurnOverAnUnreadableRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, mine, "a record less than an interval ahead is an engine's clock a little off")
 
-	require.NoError(t, kv.Delete(ctx, worker.SweepKey))
+	require.NoError(t, kv.Delete(ctx, snats.MetricsSweepKey))
 	mine, _, err = worker.SweepTurn(ctx, kv, "b", now, time.Hour)
 	require.NoError(t, err)
 	require.True(t, mine)
@@ -184,7 +184,7 @@ func TestSweepTurnOnACluster(t *testing.T) {
 	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	for round := range 12 {
 		if round%4 == 3 {
-			require.NoError(t, first.Delete(ctx, worker.SweepKey))
+			require.NoError(t, first.Delete(ctx, snats.MetricsSweepKey))
 		}
 		at := now.Add(time.Duration(round) * time.Hour)
 		var (

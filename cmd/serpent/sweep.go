@@ -35,11 +35,9 @@ type sweeper struct {
 // all in each interval. With no sweeps after the first (every 0), it
 // calls once after that one, and then returns.
 func (s *sweeper) run(ctx context.Context, once func()) {
-	own := true // the first sweep of the jobs, made at start
-	for first := true; ; first = false {
-		if first {
-			s.sweepSchedules(ctx) // at once: they do not wait for the fold
-		}
+	s.sweepSchedules(ctx) // at once: they do not wait for the fold
+	own := true           // the first sweep of the jobs, made at start
+	for {
 		// The jobs in flight as of now: a fold caught up once but behind
 		// since (a stalled read, a load it cannot keep up with) would sweep
 		// an old list of them, and hold the turn while it did.

@@ -32,7 +32,7 @@ func TestSweepTakesTurns(t *testing.T) {
 	require.NoError(t, err)
 	last := func() worker.SweepRecord {
 		var rec worker.SweepRecord
-		if e, err := kv.Get(ctx, worker.SweepKey); err == nil {
+		if e, err := kv.Get(ctx, snats.MetricsSweepKey); err == nil {
 			require.NoError(t, json.Unmarshal(e.Value(), &rec))
 		}
 		return rec
@@ -49,7 +49,7 @@ func TestSweepTakesTurns(t *testing.T) {
 	natstest.WaitFor(t, 20*time.Second, func() error {
 		rec, err := json.Marshal(worker.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
 		require.NoError(t, err)
-		_, err = kv.Put(ctx, worker.SweepKey, rec)
+		_, err = kv.Put(ctx, snats.MetricsSweepKey, rec)
 		require.NoError(t, err)
 		if !strings.Contains(r.stderr.String(), left) {
 			return fmt.Errorf("no %q yet", left)
@@ -121,7 +121,7 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			<-done
 			kv, err := srv.JS.KeyValue(t.Context(), snats.MetricsBucket)
 			require.NoError(t, err)
-			_, err = kv.Get(t.Context(), worker.SweepKey)
+			_, err = kv.Get(t.Context(), snats.MetricsSweepKey)
 			require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "a lagging engine recorded a sweep")
 			rec := httptest.NewRecorder()
 			mx.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
