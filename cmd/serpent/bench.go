@@ -30,7 +30,7 @@ func init() {
 }
 
 // benchPhases are the phases bench knows, in the order they run.
-var benchPhases = []string{"raw", "happy", "steady", "faults", "replay", "scale"}
+var benchPhases = []string{"raw", "happy", "steady", "faults", "replay", "scale", "inflight"}
 
 // benchFlags are the knobs of "serpent bench".
 type benchFlags struct {
@@ -53,6 +53,7 @@ type benchFlags struct {
 	scaleFresh   int
 	scaleEngine  bool
 	scaleProj    bool
+	inflightJobs int
 	cpuProfile   string
 	memProfile   string
 	cpuParts     bool
@@ -65,14 +66,15 @@ type benchFlags struct {
 
 // benchReport is everything one bench run measured.
 type benchReport struct {
-	Machine   benchMachine `json:"machine"`
-	Phases    []string     `json:"phases"`
-	Raw       benchRaw     `json:"raw"`
-	HappyPath *benchE2E    `json:"happy_path,omitempty"`
-	Steady    *benchE2E    `json:"steady,omitempty"`
-	Faults    *benchE2E    `json:"faults,omitempty"`
-	Replay    *benchReplay `json:"replay,omitempty"`
-	Scale     *benchScale  `json:"scale,omitempty"`
+	Machine   benchMachine   `json:"machine"`
+	Phases    []string       `json:"phases"`
+	Raw       benchRaw       `json:"raw"`
+	HappyPath *benchE2E      `json:"happy_path,omitempty"`
+	Steady    *benchE2E      `json:"steady,omitempty"`
+	Faults    *benchE2E      `json:"faults,omitempty"`
+	Replay    *benchReplay   `json:"replay,omitempty"`
+	Scale     *benchScale    `json:"scale,omitempty"`
+	Inflight  *benchInflight `json:"inflight,omitempty"`
 	// Memory is this bench process: the bench, the in-process engine and
 	// the embedded NATS servers together.
 	Memory benchMemory `json:"memory"`
@@ -140,6 +142,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
 	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 17,000 events/s here), and on a log of --scale-small jobs to compare with")
 	fs.BoolVar(&f.scaleProj, "scale-projections", true, "scale phase: the engine process keeps its projections (false: it runs with --projections=false, which spares the catch-up of a long log: 23 million events at 5,000,000 jobs)")
+	fs.IntVar(&f.inflightJobs, "inflight-jobs", 1_000_000, "inflight phase: jobs in flight in its fresh log")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
 	fs.BoolVar(&f.cpuParts, "cpu-parts", true, "end-to-end phases: split their CPU time into the engine's, the embedded server's, the sandbox's, the bench's and the rest (the Go scheduler and garbage collector, timers' callbacks), from a CPU profile of each phase; not with --cpuprofile, which takes the profile")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
@@ -197,6 +200,18 @@ production (fsync on every write, one replica), the phases given with
             300 MB); then the same on a fresh log of --scale-small jobs,
             to compare with. The engine binary is
             $SERPENT_BENCH_ENGINE_BIN, else this executable.
+  inflight  not run by default. On a fresh log of its own: seeds
+            --inflight-jobs jobs in flight (scheduled for slots two days
+            ahead and more, each with its timer in SERP_WORK but one in a
+            thousand, whose timer is lost), then starts the engine
+            (serpent run --projections=false) as a child process on it:
+            how long its metrics take to count the log, how long its
+            sweep of the jobs in flight takes (it must arm again the lost
+            timers, and no other), and its memory; then the same for the
+            engine started again, which resumes from its metrics
+            checkpoint; then all of it on a fresh log of --scale-small
+            jobs in flight, to compare with. The engine binary is as in
+            scale.
 
 and, after them all:
 
@@ -213,8 +228,9 @@ that existing server instead: the engine in this process joins it like
 "serpent run --nats-url" does, the raw phase makes and then deletes the
 streams SERPENT_BENCH and SERPENT_BENCH_MEMORY on it, and the jobs the
 bench runs stay in its SERP_EVENTS. Point it at a server or account of
-its own, never at one that holds real jobs. The scale phase and --replay-events, which restart
-servers of their own, need the embedded one.
+its own, never at one that holds real jobs. The scale and inflight
+phases and --replay-events, which restart servers of their own, need the
+embedded one.
 
 Flags:
 
@@ -243,8 +259,8 @@ Flags:
 	if len(phases) == 0 {
 		return f, nil, fmt.Errorf("%w: --phases names no phase (phases: %s)", errUsage, strings.Join(benchPhases, ", "))
 	}
-	if f.scaleJobs < 1 || f.scaleSmall < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.steadyJobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
-		return f, nil, fmt.Errorf("%w: --jobs, --steady-jobs, --workers, --raw, --payload, --scale-jobs, --scale-small and --scale-loads must be at least 1", errUsage)
+	if f.scaleJobs < 1 || f.scaleSmall < 1 || f.inflightJobs < 1 || f.scaleLoads < 1 || f.jobs < 1 || f.steadyJobs < 1 || f.raw < 1 || f.payload < 1 || f.workers < 1 {
+		return f, nil, fmt.Errorf("%w: --jobs, --steady-jobs, --workers, --raw, --payload, --scale-jobs, --scale-small, --scale-loads and --inflight-jobs must be at least 1", errUsage)
 	}
 	if !(f.steadyRate > 0) || math.IsInf(f.steadyRate, 1) {
 		return f, nil, fmt.Errorf("%w: --steady-rate %v: commands a second, a number above 0", errUsage, f.steadyRate)
@@ -256,8 +272,8 @@ Flags:
 		return f, nil, fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", errUsage)
 	}
 	if f.external = f.nats.configured(env); f.external {
-		if phases["scale"] || f.replayEvents > 0 {
-			return f, nil, fmt.Errorf("%w: the scale phase and --replay-events run servers of their own: leave out --nats-url and --nats-context", errUsage)
+		if phases["scale"] || phases["inflight"] || f.replayEvents > 0 {
+			return f, nil, fmt.Errorf("%w: the scale and inflight phases and --replay-events run servers of their own: leave out --nats-url and --nats-context", errUsage)
 		}
 		if err := f.nats.conn.Validate(); err != nil {
 			return f, nil, fmt.Errorf("%w: %v", errUsage, err)
@@ -390,6 +406,13 @@ func runBenchParts(ctx context.Context, args []string, env func(string) string, 
 			return err
 		}
 		rep.Scale = &r
+	}
+	if phases["inflight"] {
+		r, err := b.inflight(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Inflight = &r
 	}
 	rep.Memory = mem.peak()
 	if single := rep.Raw.SinglePerSec; single > 0 {

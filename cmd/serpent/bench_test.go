@@ -167,6 +167,63 @@ func TestBenchScaleWithoutProjections(t *testing.T) {
 	require.Contains(t, table.String(), "caught up (metrics; no projections)")
 }
 
+// TestBenchInflight runs the inflight phase small: each engine's first
+// sweep arms again exactly the timers seeded as lost, its second none,
+// and the second resumes from the first one's checkpoint.
+func TestBenchInflight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine as a child process and builds the serpent binary")
+	}
+	bin, env := buildSerpent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "--phases", "inflight", "--inflight-jobs", "3000", "--scale-small", "1000",
+		"-o", "json", "--progress=false"}, env, &stdout, &stderr)
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	var rep benchReport
+	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&rep))
+	require.Equal(t, []string{"inflight"}, rep.Phases)
+	f := rep.Inflight
+	require.NotNil(t, f)
+	require.Equal(t, 3000, f.Jobs)
+	require.Equal(t, 3, f.LostTimers)
+	require.Equal(t, 3000, f.Seed.Jobs)
+	require.GreaterOrEqual(t, f.Seed.Events, uint64(3000))
+	requireInflight(t, f.Engine, bin, 3000, 3)
+	require.NotNil(t, f.EngineSmall, "the engine on the small log, to compare with")
+	requireInflight(t, *f.EngineSmall, bin, 1000, 1)
+	require.Positive(t, f.PeakRSSRatio)
+
+	var table bytes.Buffer
+	require.NoError(t, printBench(&table, rep))
+	for _, want := range []string{"inflight, seeding (setup)", "3 timers left out as lost", "inflight, engine process memory",
+		"on 3000 jobs in flight", "swept 3000 jobs in", "re-arming 3 lost timers", "started again, from its metrics checkpoint at",
+		"re-arming 0 lost timers", "inflight, engine on the small log"} {
+		require.Contains(t, table.String(), want)
+	}
+}
+
+// requireInflight checks the figures of an engine started twice on jobs
+// jobs in flight, lost of whose timers were lost.
+func requireInflight(t *testing.T, e benchInflightEngine, bin string, jobs, lost int) {
+	t.Helper()
+	require.True(t, e.Measured, e.Why)
+	require.Equal(t, bin, e.Binary)
+	require.Equal(t, jobs, e.Jobs)
+	require.Zero(t, e.First.ResumedFrom, "a fresh log has no checkpoint")
+	require.Equal(t, lost, e.First.Rearmed)
+	require.Positive(t, e.Restart.ResumedFrom, "from the checkpoint the first engine left: %s", e.Restart.Why)
+	require.Zero(t, e.Restart.Rearmed, "the first sweep armed them")
+	for _, s := range []benchInflightStart{e.First, e.Restart} {
+		require.Equal(t, jobs, s.SweptJobs)
+		require.Positive(t, s.PeakRSSMB)
+		require.GreaterOrEqual(t, s.PeakRSSMB, s.RSSMB)
+	}
+}
+
 // buildSerpent builds the serpent binary for the scale phase to run as the
 // engine, and returns it with an environment that names it.
 func buildSerpent(t *testing.T) (string, func(string) string) {
@@ -207,6 +264,7 @@ func requireChild(t *testing.T, e benchChild, bin string, jobs int, projections 
 func TestBenchOnAnExistingServerRefusesScale(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "--nats-url", "nats://127.0.0.1:4222", "--phases", "scale"},
+		{"bench", "--nats-url", "nats://127.0.0.1:4222", "--phases", "inflight"},
 		{"bench", "--nats-url", "nats://127.0.0.1:4222", "--replay-events", "1000"},
 	} {
 		_, _, err := runCmd(t, args...)
@@ -244,6 +302,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		"a probability over 1": {"--phases", "faults", "--faults", over},
 		"no steady jobs":       {"--steady-jobs", "0"},
 		"no small log":         {"--phases", "scale", "--scale-small", "0"},
+		"no jobs in flight":    {"--phases", "inflight", "--inflight-jobs", "0"},
 		"no steady rate":       {"--steady-rate", "0"},
 		"a negative rate":      {"--steady-rate", "-5"},
 		"a rate not a number":  {"--steady-rate", "NaN"},
@@ -261,7 +320,7 @@ func TestBenchHelpListsPhases(t *testing.T) {
 	for _, p := range benchPhases {
 		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
 	}
-	for _, f := range []string{"-replay-events", "-scale-jobs", "-scale-small", "-scale-projections", "-steady-jobs", "-steady-rate", "-steady-search-time", "-cpuprofile", "-memprofile", "-cpu-parts"} {
+	for _, f := range []string{"-replay-events", "-scale-jobs", "-scale-small", "-scale-projections", "-inflight-jobs", "-steady-jobs", "-steady-rate", "-steady-search-time", "-cpuprofile", "-memprofile", "-cpu-parts"} {
 		require.Contains(t, stderr, f)
 	}
 }

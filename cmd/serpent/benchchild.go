@@ -270,26 +270,54 @@ func childCaughtUp(ctx context.Context, client *http.Client, addr string, js jet
 // childLogSeq reads serpent_metrics_log_seq from the engine's /metrics: how
 // far its tally has read the log (MaxUint64 if it does not say).
 func childLogSeq(client *http.Client, addr string) uint64 {
-	resp, err := client.Get("http://" + addr + "/metrics")
+	m, err := childMetrics(client, addr)
 	if err != nil {
 		return 0
 	}
+	seq, ok := m["serpent_metrics_log_seq"]
+	switch {
+	case !ok:
+		return math.MaxUint64
+	case math.IsNaN(seq) || seq < 0:
+		return 0
+	}
+	return uint64(seq)
+}
+
+// childMetrics reads the engine's /metrics: each sample's value by its
+// name and labels as the page writes them
+// (serpent_sweeps_total{outcome="swept"}), NaN where it is not a number.
+func childMetrics(client *http.Client, addr string) (map[string]float64, error) {
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	m := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "serpent_metrics_log_seq "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				return 0
-			}
-			return uint64(f)
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
 		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			v = math.NaN()
+		}
+		m[line[:i]] = v
 	}
-	if resp.StatusCode == http.StatusOK && sc.Err() == nil {
-		return math.MaxUint64
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("/metrics: %w", err)
 	}
-	return 0
+	return m, nil
 }
 
 // tail is the end of s, at most n bytes.

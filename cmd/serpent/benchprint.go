@@ -96,6 +96,14 @@ func printBench(w io.Writer, r benchReport) error {
 		}
 		fmt.Fprintf(tw, "scale, bench process memory\t%.0f MB peak RSS\tthis bench process: its embedded NATS servers (the scale log's included) and its in-process engine, not the engine process\n", s.BenchPeakRSSMB)
 	}
+	if f := r.Inflight; f != nil {
+		fmt.Fprintf(tw, "inflight, seeding (setup)\t%.0f events/s\t%d jobs in flight (slots from two days ahead), %d events and %d timers written in %.1f s (fsync %s); %d timers left out as lost\n",
+			f.Seed.EventsPerSec, f.Seed.Jobs, f.Seed.Events, f.Seed.Jobs-f.LostTimers, f.Seed.Seconds, f.Seed.Fsync, f.LostTimers)
+		printInflight(tw, "inflight, engine process memory", f.Engine, "")
+		if e := f.EngineSmall; e != nil {
+			printInflight(tw, "inflight, engine on the small log", *e, fmt.Sprintf(" (to compare with: at %d jobs in flight, peak RSS %.2fx this)", f.Jobs, f.PeakRSSRatio))
+		}
+	}
 	fmt.Fprintf(tw, "memory, bench process\t%.0f MB peak RSS\t%.0f MB peak heap (this process over the whole run: the in-process engine, the embedded servers and the bench together; the replay phase's audit, at GOGC=400, included)\n", r.Memory.PeakRSSMB, r.Memory.PeakHeapMB)
 	return tw.Flush()
 }
@@ -127,6 +135,24 @@ func printChild(tw io.Writer, row string, e benchChild, note string) {
 		fmt.Fprintf(tw, "; started again, caught up in %.1f s %s, %.0f MB peak RSS", a.CatchUpSeconds, from, a.PeakRSSMB)
 	}
 	fmt.Fprintln(tw)
+}
+
+// printInflight prints the row of the engine started on jobs in flight.
+func printInflight(tw io.Writer, row string, e benchInflightEngine, note string) {
+	if !e.Measured {
+		fmt.Fprintf(tw, "%s\tnot measured\t%s\n", row, e.Why)
+		return
+	}
+	start := func(s benchInflightStart) string {
+		return fmt.Sprintf("caught up (metrics) in %.1f s, swept %d jobs in %.1f s re-arming %d lost timers, %.0f MB RSS, %.0f MB peak",
+			s.CatchUpSeconds, s.SweptJobs, s.SweepSeconds, s.Rearmed, s.RSSMB, s.PeakRSSMB)
+	}
+	from := fmt.Sprintf("from its metrics checkpoint at %d", e.Restart.ResumedFrom)
+	if e.Restart.ResumedFrom == 0 {
+		from = "from the log's start (no checkpoint: " + e.Restart.Why + ")"
+	}
+	fmt.Fprintf(tw, "%s\t%.0f MB peak RSS\tserpent run --projections=false as a child process on %d jobs in flight%s: %s; started again, %s %s\n",
+		row, e.First.PeakRSSMB, e.Jobs, note, start(e.First), from, start(e.Restart))
 }
 
 // ratioText is a rate's ratio to the raw one-at-a-time publish rate, if

@@ -35,20 +35,23 @@ type benchSeeder struct {
 	base   time.Time
 	msgIDs bool
 	run    uint32
+	// inflight: each job is only scheduled (its JobScheduled), for a slot
+	// from base on, which is ahead.
+	inflight bool
 }
 
 // seedSpacing is the time between two seeded jobs' slots: a million jobs
 // span about five weeks, ending before now.
 const seedSpacing = 3 * time.Second
 
-// newBenchSeeder seeds jobs of its own: the tag and the time make their
-// ids unlike any other run's. With msgIDs the messages carry Nats-Msg-Id
-// as appends do; without, the server keeps no duplicate-window entry for
-// each (Load and the audit do not need them).
 // seedMaxMessage is the largest message the seeder packs an append into:
 // the server's default max_payload, far above a seeded append's size.
 const seedMaxMessage = 1 << 20
 
+// newBenchSeeder seeds jobs of its own: the tag and the time make their
+// ids unlike any other run's. With msgIDs the messages carry Nats-Msg-Id
+// as appends do; without, the server keeps no duplicate-window entry for
+// each (Load and the audit do not need them).
 func newBenchSeeder(tag string, msgIDs bool) *benchSeeder {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -58,6 +61,19 @@ func newBenchSeeder(tag string, msgIDs bool) *benchSeeder {
 		msgIDs: msgIDs,
 		run:    binary.BigEndian.Uint32(b[:]),
 	}
+}
+
+// inflightAhead is how far ahead of now the first slot of jobs seeded
+// in flight is: far enough that none comes due while a bench runs.
+const inflightAhead = 48 * time.Hour
+
+// newInflightSeeder seeds jobs in flight: scheduled for slots from two
+// days ahead on (a million span some five weeks), not yet sent.
+func newInflightSeeder(tag string) *benchSeeder {
+	s := newBenchSeeder(tag, true)
+	s.base = time.Now().UTC().Add(inflightAhead).Truncate(time.Hour)
+	s.inflight = true
+	return s
 }
 
 func (s *benchSeeder) command(i int) aggregate.ScheduleCommand {
@@ -140,6 +156,12 @@ func (s *benchSeeder) job(ids *seedIDs, i int) (seedJob, error) {
 		cur, _ := st.Current()
 		o.Key, o.Try = cur.Key, cur.Tries
 		return do(o)
+	}
+	if s.inflight {
+		if err := do(sched); err != nil {
+			return seedJob{}, err
+		}
+		return j, nil
 	}
 	steps := []func() error{func() error { return do(sched) }, send}
 	switch i % 20 {
