@@ -177,6 +177,12 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 	if in.Key != cur.Key || !cur.Sent() || cur.Definite || in.Try != cur.Tries {
 		return ErrStaleOutcome
 	}
+	if o := s.LastOutcome; o != nil && o.Key == in.Key && o.Try == in.Try {
+		// That send's answer is recorded already (a write whose reply was
+		// lost, read back): a send has one answer, and the same again
+		// decides nothing (a 429 on a resend would count twice).
+		return ErrStaleOutcome
+	}
 	if in.Status == 200 && len(in.Result) == 0 {
 		return invalid("a 200 without a decoded result is an unknown outcome, not a success")
 	}

@@ -319,6 +319,20 @@ func TestClaimAndLease(t *testing.T) {
 		_, err := j.try(aggregate.Outcome{Key: key, Try: try, Status: 200, Result: okResult})
 		require.ErrorIs(t, err, aggregate.ErrStaleOutcome)
 	})
+	t.Run("a send's answer recorded twice", func(t *testing.T) {
+		// A resend's 429 keeps the key (it ran nothing): its write landed
+		// without an answer, and the worker, reading the job again, offers
+		// the same answer again.
+		j := newJob(t)
+		key, try := j.send("w1")
+		j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "timeout"})
+		j.now = j.s.Next(j.now).At
+		key, try = j.send("w1")
+		answer := aggregate.Outcome{Key: key, Try: try, Status: 429, Code: "rate_limited", RequestID: "r2"}
+		j.must(answer)
+		_, err := j.try(answer)
+		require.ErrorIs(t, err, aggregate.ErrStaleOutcome)
+	})
 	t.Run("a 200 without a result is refused", func(t *testing.T) {
 		j := newJob(t)
 		key, try := j.send("w1")

@@ -36,7 +36,7 @@ func identify(rp reply, now time.Time, scrub redactor) Result {
 		res.Replayed = strings.EqualFold(strings.TrimSpace(rp.header.Get(HeaderReplayed)), "true")
 	}
 	res.Code = scrub.text(res.Code)
-	res.Message = scrub.text(res.Message)
+	res.Message = ClipMessage(scrub.text(res.Message))
 	res.RequestID = scrub.text(res.RequestID)
 	res.Fields = scrub.texts(res.Fields)
 	res.Detail = scrub.text(res.Detail)
@@ -44,6 +44,21 @@ func identify(rp reply, now time.Time, scrub redactor) Result {
 		res.Search = scrub.json(res.Search)
 	}
 	return res
+}
+
+// MaxMessageBytes bounds the message of the API's error envelope that a
+// Result keeps: it is for people, and the events that carry it must fit
+// the log (a reply may be up to 4 MiB, a message of the log 1 MiB).
+const MaxMessageBytes = 1 << 10
+
+// ClipMessage is an API message cut to at most MaxMessageBytes (and an
+// ellipsis) at a character's boundary. The client cuts after redaction,
+// so that no half of a token is left.
+func ClipMessage(s string) string {
+	if len(s) <= MaxMessageBytes {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxMessageBytes], "") + "…"
 }
 
 func decodeBody(rp reply) Result {

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -247,4 +249,26 @@ func TestSuccessBodyStoredCompact(t *testing.T) {
 	for _, doc := range []string{`{"a": 1}`, "[1,\n2]", `{"a":"\\" ,"b":1}`} {
 		require.False(t, compact([]byte(doc)), doc)
 	}
+}
+
+// TestIdentifyClipsALongMessage: the envelope's message is kept to
+// MaxMessageBytes, cut at a character's boundary after the token is
+// scrubbed (a token across the cut leaves none of itself), and the reply
+// is the API's all the same.
+func TestIdentifyClipsALongMessage(t *testing.T) {
+	const token = "sk_live_RECOGNISABLE_0123456789"
+	long := strings.Repeat("é", MaxMessageBytes/2-4) + "Bearer " + token + strings.Repeat("x", 4<<20)
+	body, err := json.Marshal(map[string]any{"error": map[string]any{"code": "invalid_request", "requestId": "req_1", "message": long}})
+	require.NoError(t, err)
+	got := identify(reply{status: 400, header: http.Header{}, body: body}, t0, redactor{secret: token})
+	require.True(t, got.Confirmed)
+	require.Equal(t, "invalid_request", got.Code)
+	require.LessOrEqual(t, len(got.Message), MaxMessageBytes+len("…"))
+	require.True(t, utf8.ValidString(got.Message))
+	require.True(t, strings.HasSuffix(got.Message, "…"))
+	require.NotContains(t, got.Message, "sk_live")
+	requireNoToken(t, token, got)
+
+	short := identify(reply{status: 400, header: http.Header{}, body: []byte(`{"error":{"code":"invalid_request","requestId":"req_1","message":"bad query"}}`)}, t0, redactor{})
+	require.Equal(t, "bad query", short.Message, "a short message is kept whole")
 }

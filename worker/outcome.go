@@ -17,7 +17,9 @@ func outcomeOf(key string, try int, r serper.Result) aggregate.Outcome {
 		}
 		return o
 	}
-	o.Status, o.Code, o.Message = r.Status, r.Code, r.Message
+	// The message is for people; however long an API (or another
+	// client) made it, it may not keep the outcome out of the log.
+	o.Status, o.Code, o.Message = r.Status, r.Code, serper.ClipMessage(r.Message)
 	o.RequestID, o.Replayed = r.RequestID, r.Replayed
 	if r.Status == 200 {
 		o.Result, o.Pages = r.Search, r.Pages

@@ -466,7 +466,14 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	if err != nil {
 		return known{}, fmt.Errorf("job %s: append reconciliation: %w", s.JobID, err)
 	}
-	rec := evs[0].Data.(events.Reconciled)
+	rec, ok := evs[0].Data.(events.Reconciled)
+	if !ok {
+		// No verdict: the API said the key was billed, and the ledger
+		// never showed the charge within the job's age budget, so the
+		// job failed (charge_not_in_ledger). Its page stays counted.
+		e.jobLog(s.JobID, s).Warn("reconciliation ended the job without a verdict", "event", evs[0].Type(), "keys", len(q.Keys))
+		return after(s, ver, evs), e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
+	}
 	e.jobLog(s.JobID, s).Info("reconciled", "verdict", rec.Verdict, "charges", rec.Charges, "keys", len(q.Keys))
 	if cur, ok := s.Current(); ok && rec.Verdict == aggregate.VerdictNotCharged && e.cfg.Limiter != nil {
 		// The key's first send was counted against its day's budget in
