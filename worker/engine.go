@@ -160,9 +160,9 @@ func (e *Engine) api(account string) (API, error) {
 	if a, ok := e.cfg.Accounts[account]; ok {
 		return a, nil
 	}
-	if len(e.cfg.Accounts) == 0 {
-		return e.cfg.API, nil
-	}
+	// An engine without accounts has the default one alone: a job naming
+	// another waits for an engine that has it, rather than buy with the
+	// default token outside that account's limits.
 	return nil, fmt.Errorf("%w: %q", ErrUnknownAccount, account)
 }
 

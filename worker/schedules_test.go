@@ -173,6 +173,8 @@ func TestScheduleOperations(t *testing.T) {
 		"a field twice":       strings.Replace(def, `"query":"espresso"`, `"query":"espresso","query":"milk jug"`, 1),
 		"a field in capitals": strings.Replace(def, `"query"`, `"Query"`, 1),
 		"data after":          def + "{}",
+		// Read as U+FFFD: every slot's command would be refused.
+		"half a surrogate pair": strings.Replace(def, `"query":"espresso"`, `"query":"espresso \ud800"`, 1),
 		// Inside catch_up too: 50 missed slots, or 3?
 		"a nested field twice":       strings.Replace(def, `"device":"mobile"`, `"device":"mobile","catch_up":{"policy":"fire","limit":3,"limit":50}`, 1),
 		"a nested field in capitals": strings.Replace(def, `"device":"mobile"`, `"device":"mobile","catch_up":{"policy":"skip","Policy":"fire"}`, 1),

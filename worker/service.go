@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -133,11 +134,18 @@ func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(con
 
 var errBadRequest = errors.New("bad request")
 
+// jobRequestShape is the fields of a JobRequest.
+var jobRequestShape = shapeOf(reflect.TypeFor[JobRequest]())
+
+// parseJobRequest reads a job's id alone, or a JobRequest object as
+// strictly as commands are read: a field it does not have, or one named
+// twice or in another case, would be ignored otherwise, and a misspelt
+// "repurchases" would make a re-purchase unsafe to repeat.
 func parseJobRequest(data []byte) (JobRequest, error) {
 	var req JobRequest
 	trimmed := strings.TrimSpace(string(data))
 	if strings.HasPrefix(trimmed, "{") {
-		if err := json.Unmarshal(data, &req); err != nil {
+		if err := decodeStrict(data, &req, jobRequestShape); err != nil {
 			return req, errors.Join(errBadRequest, err)
 		}
 	} else {

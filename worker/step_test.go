@@ -446,18 +446,24 @@ func TestJobOfAMissingAccountWaitsThenFails(t *testing.T) {
 	job := out.JobID
 	before := len(e.log(job))
 
+	// An engine with no accounts at all (serpent run without --accounts)
+	// has the default one alone, and does not buy with its token either.
+	bare, err := worker.New(worker.Config{Name: "w", Store: e.store, API: e.api, Timers: e.timers, Now: e.clock.Now})
+	require.NoError(t, err)
 	without, err := worker.New(worker.Config{Name: "w", Store: e.store, API: e.api, Timers: e.timers, Now: e.clock.Now,
 		Accounts: map[string]worker.API{"default": e.api}})
 	require.NoError(t, err)
-	next, err := without.Step(context.Background(), job, nil)
-	require.NoError(t, err)
-	require.Equal(t, aggregate.StepWait, next.Step)
-	require.Equal(t, e.clock.Now().Add(time.Minute), next.At)
-	require.Len(t, e.log(job), before, "nothing written")
-	require.Zero(t, e.api.sendCount())
+	for _, eng := range []*worker.Engine{bare, without} {
+		next, err := eng.Step(context.Background(), job, nil)
+		require.NoError(t, err)
+		require.Equal(t, aggregate.StepWait, next.Step)
+		require.Equal(t, e.clock.Now().Add(time.Minute), next.At)
+		require.Len(t, e.log(job), before, "nothing written")
+		require.Zero(t, e.api.sendCount())
+	}
 
 	e.clock.Add(25 * time.Hour)
-	next, err = without.Step(context.Background(), job, nil)
+	next, err := without.Step(context.Background(), job, nil)
 	require.NoError(t, err)
 	require.Equal(t, aggregate.StepDone, next.Step)
 	s := e.state(job)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,11 +66,64 @@ func shapeOf(t reflect.Type) *jsonShape {
 // publisher's meaning is unclear, and a guess may buy a search. Anything
 // that is not an object is left to the decoder, which has said what is
 // wrong with it.
+//
+// It refuses, too, an escaped half of a UTF-16 surrogate pair alone
+// ("\ud800"), which is no character: the decoder reads it as U+FFFD, so
+// two different texts would become one, a text nobody sent.
 func (s *jsonShape) check(data []byte) error {
+	if loneSurrogate(data) {
+		return errors.New(`escapes half a UTF-16 surrogate pair alone (\uD800 to \uDFFF), which is no character`)
+	}
 	if s.plain(data) {
 		return nil
 	}
 	return s.checkAt(data, "")
+}
+
+// loneSurrogate reports whether JSON text escapes a UTF-16 surrogate that
+// is not half of a pair (\uD83D\uDE00 is one character, \uD800 alone
+// none). Backslashes appear only in strings, so the text is scanned as a
+// whole.
+func loneSurrogate(data []byte) bool {
+	if bytes.IndexByte(data, '\\') < 0 {
+		return false
+	}
+	high := false // the last escape was a high surrogate, its low half due
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			if high {
+				return true
+			}
+			continue
+		}
+		if i+5 >= len(data) || data[i+1] != 'u' {
+			if high {
+				return true
+			}
+			i++ // the escaped character, a backslash included
+			continue
+		}
+		v, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		if err != nil {
+			return false // the decoder says what is wrong
+		}
+		i += 5
+		switch {
+		case v >= 0xD800 && v < 0xDC00:
+			if high {
+				return true
+			}
+			high = true
+		case v >= 0xDC00 && v < 0xE000:
+			if !high {
+				return true
+			}
+			high = false
+		case high:
+			return true
+		}
+	}
+	return high
 }
 
 // plain reports, in one pass, that data begins with an object checkAt

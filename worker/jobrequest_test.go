@@ -1,0 +1,51 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/worker"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRepurchaseWithAMisspelledCountIsRefused: a re-purchase request
+// whose "repurchases" count is misspelled ("repurchase") must get a clear
+// 400, not be carried out as a request without a count: such a request is
+// not safe to repeat, and its repeat (the answer was lost) buys a third
+// time.
+func TestRepurchaseWithAMisspelledCountIsRefused(t *testing.T) {
+	e := setup(t, func(key string, n int) serper.Result {
+		return confirmed(409, "idempotency_replay_unavailable", "req_"+key)
+	})
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	key, _ := e.state(job).Current()
+	e.api.charge(key.Key, "req_"+key.Key)
+	require.Equal(t, aggregate.StatusChargedNoResult, e.runToEnd(eng, job).Status)
+
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := eng.Service(ctx, srv.Conn)
+	require.NoError(t, err)
+	defer func() { _ = svc.Stop() }()
+
+	req, _ := json.Marshal(map[string]any{"job_id": job, "by": "ops", "reason": "report", "repurchase": 0})
+	for i := 0; i < 2; i++ { // the first answer is lost: the same request again
+		msg, err := srv.Conn.Request(worker.ServicePrefix+".repurchase", req, 5*time.Second)
+		require.NoError(t, err)
+		if msg.Header.Get(micro.ErrorCodeHeader) == "400" {
+			return // refused, as bad input should be
+		}
+		now, _ := e.state(job).Current()
+		e.api.charge(now.Key, "req_"+now.Key) // lost again
+		require.Equal(t, aggregate.StatusChargedNoResult, e.runToEnd(eng, job).Status)
+	}
+	t.Fatalf("a request with an unknown field was carried out twice: %d searches bought for one job", e.api.sendCount())
+}
