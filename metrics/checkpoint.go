@@ -170,6 +170,8 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 		return fmt.Errorf("%w: %d bytes of packed jobs", ErrCheckpoint, len(c.Packed))
 	case t.seq != 0:
 		return fmt.Errorf("%w: the tally has applied events already", ErrCheckpoint)
+	case !t.log.IsZero() && !t.log.Equal(log):
+		return fmt.Errorf("%w: the tally counts the log made at %s", ErrCheckpoint, t.log.UTC().Format(time.RFC3339Nano))
 	}
 	jobs := make(map[hexID]packedJob, len(c.Packed)/17)
 	for i := 0; i < len(c.Packed); i += 17 {
@@ -201,7 +203,7 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 	}
 
 	t.jobs, t.wide, t.reconciling, t.recent, t.c = jobs, wide, queue, c.Recent, counts
-	t.seq, t.ver = c.Seq, c.Ver
+	t.seq, t.ver, t.log = c.Seq, c.Ver, log
 	t.caughtUp = t.end > 0 && t.seq >= t.end
 	return nil
 }

@@ -148,7 +148,7 @@ func TestCheckpointFormatPinned(t *testing.T) {
 	}
 	require.Equal(t, 1, CheckpointFormat, "raise the format in this test too")
 	require.Equal(t, strings.TrimSpace(`
-Tally{mu sync.Mutex;seq uint64;ver uint64;jobs map[metrics.hexID]metrics.packedJob;wide map[string]metrics.jobTally;c metrics.Counts;recent []string;reconciling map[string]metrics.waiting;forget bool;end uint64;caughtUp bool;}
+Tally{mu sync.Mutex;seq uint64;ver uint64;jobs map[metrics.hexID]metrics.packedJob;wide map[string]metrics.jobTally;c metrics.Counts;recent []string;reconciling map[string]metrics.waiting;forget bool;log time.Time;end uint64;caughtUp bool;}
 Counts{Seq uint64;Jobs map[aggregate.Status]int;Events map[string]uint64;Sends map[string]uint64;Rotations map[string]uint64;Reconciliations map[string]uint64;Purchases uint64;ResultPages uint64;ChargedPages uint64;DoubleCharges int;Undecodable uint64;CaughtUp bool;}
 jobTally{status aggregate.Status;purchases int;repurchases int;}
 waiting{reason string;since time.Time;}

@@ -33,6 +33,7 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 		return 0, time.Time{}, err
 	}
 	log, end := info.Created, logEnd(ctx, js, info)
+	t.counts(log) // what Follow reads from now on must be this log
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return 0, log, nil
@@ -316,6 +317,16 @@ func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	}
 	saved, failing, leaving := from, false, false
 	save := func(ctx context.Context) {
+		// The log the tally counts: the fold starts again from nothing
+		// on a log deleted and made again. Read before the tally is, so
+		// that a checkpoint never says it is of a log newer than its
+		// counts (SaveCheckpoint refuses one of an older log).
+		if l := t.Log(); !l.IsZero() && !l.Equal(log) {
+			if !log.IsZero() {
+				saved = 0
+			}
+			log = l
+		}
 		seq := t.Seq()
 		if seq <= saved {
 			return

@@ -49,6 +49,13 @@ func (f *follower) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errLogMadeAgain) {
+			// Nothing counted so far is of the log there now.
+			f.log.Warn("metrics: the event log was deleted and made again; counting the new one from its start")
+			f.t.reset()
+			noted, f.checked = false, time.Time{}
+			continue
+		}
 		if f.t.Seq() > before {
 			retry = 100 * time.Millisecond
 		}
@@ -67,6 +74,10 @@ type follower struct {
 	t     *Tally
 	log   *slog.Logger
 	store *snats.EventStore // made when first needed
+	// checked is when the log read was last checked to be the one the
+	// tally counts (sameLog): an ordered consumer follows a stream
+	// deleted and made again under the same name without a word.
+	checked time.Time
 	// load reads a job's events and the stream sequence of the last one
 	// read: the event store's Load when nil.
 	load func(ctx context.Context, jobID string) ([]events.Event, uint64, error)
@@ -110,6 +121,9 @@ func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 	meta, err := m.Metadata()
 	if err != nil {
 		return nil
+	}
+	if err := f.sameLog(ctx); err != nil {
+		return err
 	}
 	if err := f.count(ctx, meta.Sequence.Stream, m); err != nil {
 		return err
@@ -201,4 +215,24 @@ func leadingVersions(evs []events.Event) uint64 {
 		n++
 	}
 	return n
+}
+
+// errLogMadeAgain: the stream the tally counts was deleted and made again.
+var errLogMadeAgain = errors.New("metrics: the event log was made again")
+
+// sameLog checks, at most once a second, that the stream read is the log
+// the tally counts (or makes it the one, if the tally knows of none).
+func (f *follower) sameLog(ctx context.Context) error {
+	if !f.checked.IsZero() && time.Since(f.checked) < time.Second {
+		return nil
+	}
+	st, err := f.js.Stream(ctx, snats.EventStream)
+	if err != nil {
+		return err
+	}
+	f.checked = time.Now()
+	if !f.t.counts(st.CachedInfo().Created) {
+		return errLogMadeAgain
+	}
+	return nil
 }

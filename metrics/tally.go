@@ -57,6 +57,9 @@ type Tally struct {
 	reconciling map[string]waiting
 	// forget lets finished jobs go (ForgetFinished).
 	forget bool
+	// log is the creation time of the log counted (zero: not known yet):
+	// a log deleted and made again under the same name is another.
+	log time.Time
 	// end is where the log ended when its reader began (CatchUpTo), 0
 	// until told; caughtUp is set once everything up to it is applied.
 	end      uint64
@@ -226,6 +229,35 @@ func NewTally() *Tally {
 		Jobs: map[aggregate.Status]int{}, Events: map[string]uint64{}, Sends: map[string]uint64{},
 		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{},
 	}}
+}
+
+// Log is the creation time of the event log t counts, zero until known
+// (Resume, Follow and RestoreCheckpoint tell it).
+func (t *Tally) Log() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.log
+}
+
+// counts reports whether t counts the log made at created: it takes that
+// log for its own if it knows of none yet.
+func (t *Tally) counts(created time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.log.IsZero() {
+		t.log = created
+	}
+	return t.log.Equal(created)
+}
+
+// reset makes t a tally that has applied nothing, of no log yet, as
+// NewTally made it (ForgetFinished stays as set).
+func (t *Tally) reset() {
+	n := NewTally()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq, t.ver, t.jobs, t.wide, t.c = 0, 0, n.jobs, n.wide, n.c
+	t.recent, t.reconciling, t.end, t.caughtUp, t.log = nil, nil, 0, false, time.Time{}
 }
 
 // ForgetFinished makes t let every job go once it is finished, and

@@ -1,0 +1,103 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/metrics"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
+)
+
+// TestFollowAcrossALogMadeAgain: SERP_EVENTS is deleted and made again
+// while an engine's fold follows it. The fold counts the new log from its
+// start (as Resume and SaveCheckpoint insist on the log too), not the new
+// log's tail on top of the old log's totals, and its checkpoint is kept
+// for the new log.
+func TestFollowAcrossALogMadeAgain(t *testing.T) {
+	srv, st := eventLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := projectionstest.IDsFrom(1)
+	job := func(tag string, status int) []events.Event {
+		j := projectionstest.NewJob(t, ids, tag, projectionstest.T0)
+		j.Send()
+		o := aggregate.Outcome{Status: 200, RequestID: "req_" + tag, Result: projectionstest.Result("req_"+tag, 1), Pages: 1}
+		if status != 200 {
+			o = aggregate.Outcome{Status: status, Code: "unauthorized", RequestID: "req_" + tag}
+		}
+		j.Reply(o)
+		return j.Log
+	}
+	var last uint64
+	for i := range 6 { // the old log: six failed jobs, one message each
+		l := job(fmt.Sprint("old", i), 401)
+		v, err := st.Append(ctx, l[0].JobID, 0, l...)
+		require.NoError(t, err)
+		last = v
+	}
+	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
+	require.NoError(t, err)
+	tally := metrics.NewTally().ForgetFinished()
+	from, log, err := metrics.Resume(ctx, srv.JS, tally)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	go func() {
+		defer wg.Done()
+		metrics.KeepCheckpoint(ctx, srv.JS, tally, log, from, 10*time.Millisecond, nil)
+	}()
+	defer wg.Wait()
+	defer cancel()
+	reached := func() error {
+		if tally.Seq() < last {
+			return fmt.Errorf("at %d of %d", tally.Seq(), last)
+		}
+		return nil
+	}
+	natstest.WaitFor(t, 10*time.Second, reached)
+
+	// The log is made again under the same name, and eight jobs bought.
+	require.NoError(t, srv.JS.DeleteStream(ctx, snats.EventStream))
+	_, err = snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	st2, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
+	require.NoError(t, err)
+	fresh := metrics.NewTally().ForgetFinished()
+	for i := range 8 {
+		l := job(fmt.Sprint("new", i), 200)
+		v, err := st2.Append(ctx, l[0].JobID, 0, l...)
+		require.NoError(t, err)
+		for _, e := range l {
+			require.True(t, fresh.Apply(projections.Record{Seq: v, Event: e}))
+		}
+		last = v
+	}
+	natstest.WaitFor(t, 10*time.Second, reached)
+	want, got := fresh.Counts(), tally.Counts()
+	require.Equal(t, want.Jobs, got.Jobs, "jobs by state: the new log's")
+	require.Equal(t, want.Purchases, got.Purchases, "purchases: the new log's")
+
+	// The checkpoint kept is of the new log, as far as the fold counted.
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		again := metrics.NewTally().ForgetFinished()
+		seq, _, err := metrics.Resume(ctx, srv.JS, again)
+		if err != nil || seq < last {
+			return fmt.Errorf("checkpoint at %d of %d: %v", seq, last, err)
+		}
+		require.Equal(t, want.Jobs, again.Counts().Jobs)
+		return nil
+	})
+
+}
