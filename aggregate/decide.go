@@ -400,6 +400,9 @@ func ChargeID(e events.LedgerEntry) string {
 }
 
 func (b *emitter) cancel(in Cancel) error {
+	if b.s.Status == StatusCancelled && in.By != "" {
+		return nil // cancelled before: a repeat (its answer lost, say) changes nothing
+	}
 	if err := b.live(); err != nil {
 		return err
 	}

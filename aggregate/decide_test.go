@@ -451,6 +451,13 @@ func TestCancel(t *testing.T) {
 	c := evs[0].Data.(events.JobCancelled)
 	require.Equal(t, key, c.Unresolved, "the unresolved key is named for the audit")
 	require.Equal(t, aggregate.StatusCancelled, j.s.Status)
+
+	// Sent again (its answer was lost): nothing to write, no error.
+	evs, err = j.try(aggregate.Cancel{By: "ops", Reason: "not needed"})
+	require.NoError(t, err)
+	require.Empty(t, evs)
+	_, err = j.try(aggregate.Cancel{})
+	require.ErrorIs(t, err, aggregate.ErrTerminal, "a cancellation that says not who cancels is no repeat")
 }
 
 // TestApplyDoesNotChangeItsInput: Apply and ApplyAll leave the state
