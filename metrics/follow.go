@@ -53,7 +53,7 @@ func (f *follower) run(ctx context.Context) {
 			// Nothing counted so far is of the log there now.
 			f.log.Warn("metrics: the event log was deleted and made again; counting the new one from its start")
 			f.t.reset()
-			noted, f.checked = false, time.Time{}
+			noted = false
 			continue
 		}
 		if f.t.Seq() > before {
@@ -74,10 +74,6 @@ type follower struct {
 	t     *Tally
 	log   *slog.Logger
 	store *snats.EventStore // made when first needed
-	// checked is when the log read was last checked to be the one the
-	// tally counts (sameLog): an ordered consumer follows a stream
-	// deleted and made again under the same name without a word.
-	checked time.Time
 	// load reads a job's events and the stream sequence of the last one
 	// read: the event store's Load when nil.
 	load func(ctx context.Context, jobID string) ([]events.Event, uint64, error)
@@ -106,7 +102,22 @@ func (f *follower) read(ctx context.Context) error {
 	// From the last message counted, not the one after: a group of
 	// events may have been counted in part when a history failed to load.
 	// What was counted of it is skipped.
-	return snats.TailEvents(ctx, f.js, max(f.t.Seq(), 1)-1, func(m jetstream.Msg) error { return f.apply(ctx, m) })
+	if err := f.sameLog(ctx); err != nil {
+		return err
+	}
+	// An ordered consumer follows a stream deleted and made again under
+	// the same name without a word, and one shorter than the old log sends
+	// nothing at all: the log is looked at while it is read.
+	rctx, stop := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); f.watchLog(rctx, stop) }()
+	err := snats.TailEvents(rctx, f.js, max(f.t.Seq(), 1)-1, func(m jetstream.Msg) error { return f.apply(rctx, m) })
+	if cause := context.Cause(rctx); errors.Is(cause, errLogMadeAgain) {
+		err = cause
+	}
+	stop(nil)
+	<-watched
+	return err
 }
 
 // apply decodes one message of the log into the tally. A message that is
@@ -121,9 +132,6 @@ func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
 	meta, err := m.Metadata()
 	if err != nil {
 		return nil
-	}
-	if err := f.sameLog(ctx); err != nil {
-		return err
 	}
 	if err := f.count(ctx, meta.Sequence.Stream, m); err != nil {
 		return err
@@ -220,19 +228,37 @@ func leadingVersions(evs []events.Event) uint64 {
 // errLogMadeAgain: the stream the tally counts was deleted and made again.
 var errLogMadeAgain = errors.New("metrics: the event log was made again")
 
-// sameLog checks, at most once a second, that the stream read is the log
-// the tally counts (or makes it the one, if the tally knows of none).
+// logCheckEvery is how often a read looks at whether the stream is still
+// the log the tally counts.
+var logCheckEvery = time.Second
+
+// sameLog reports errLogMadeAgain if the stream is not the log the tally
+// counts (and makes it the one, if the tally knows of none yet).
 func (f *follower) sameLog(ctx context.Context) error {
-	if !f.checked.IsZero() && time.Since(f.checked) < time.Second {
-		return nil
-	}
 	st, err := f.js.Stream(ctx, snats.EventStream)
 	if err != nil {
 		return err
 	}
-	f.checked = time.Now()
 	if !f.t.counts(st.CachedInfo().Created) {
 		return errLogMadeAgain
 	}
 	return nil
+}
+
+// watchLog stops the read of ctx (stop) once the stream is not the log
+// the tally counts, looking every logCheckEvery until ctx ends.
+func (f *follower) watchLog(ctx context.Context, stop context.CancelCauseFunc) {
+	tick := time.NewTicker(logCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := f.sameLog(ctx); errors.Is(err, errLogMadeAgain) {
+			stop(err)
+			return
+		}
+	}
 }
