@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/nats/natstest"
@@ -48,4 +49,44 @@ func TestRepurchaseWithAMisspelledCountIsRefused(t *testing.T) {
 		require.Equal(t, aggregate.StatusChargedNoResult, e.runToEnd(eng, job).Status)
 	}
 	t.Fatalf("a request with an unknown field was carried out twice: %d searches bought for one job", e.api.sendCount())
+}
+
+// TestJobRequestsTakeTheirOwnFields: each operation's request may have
+// the fields its row of the README's table lists, and no other: a cancel
+// with a re-purchase count, or a status request with an author, is a 400,
+// and the job is left as it was.
+func TestJobRequestsTakeTheirOwnFields(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return success("r", false) })
+	eng := e.engine("w1", worker.Hooks{})
+	job := e.schedule(eng)
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := eng.Service(ctx, srv.Conn)
+	require.NoError(t, err)
+	defer func() { _ = svc.Stop() }()
+
+	ask := func(op string, req map[string]any) *natsgo.Msg {
+		body, err := json.Marshal(req)
+		require.NoError(t, err)
+		msg, err := srv.Conn.Request(worker.ServicePrefix+"."+op, body, 5*time.Second)
+		require.NoError(t, err)
+		return msg
+	}
+	for op, req := range map[string]map[string]any{
+		"cancel": {"job_id": job, "by": "ops", "reason": "r", "repurchases": 0},
+		"status": {"job_id": job, "by": "ops"},
+	} {
+		msg := ask(op, req)
+		require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader), "%s %v: %s", op, req, msg.Data)
+	}
+	require.NotEqual(t, aggregate.StatusCancelled, e.state(job).Status)
+	for op, req := range map[string]map[string]any{
+		"status": {"job_id": job},
+		"cancel": {"job_id": job, "by": "ops", "reason": "r"},
+	} {
+		msg := ask(op, req)
+		require.Empty(t, msg.Header.Get(micro.ErrorCodeHeader), "%s %v: %s", op, req, msg.Data)
+	}
+	require.Equal(t, aggregate.StatusCancelled, e.state(job).Status)
 }

@@ -86,7 +86,7 @@ func (e *Engine) serveSchedule(ctx context.Context, r micro.Request) {
 }
 
 func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
-	req, err := parseJobRequest(r.Data())
+	req, err := parseJobRequest(r.Data(), statusShape)
 	if err != nil {
 		respondError(r, err)
 		return
@@ -104,19 +104,19 @@ func (e *Engine) serveStatus(ctx context.Context, r micro.Request) {
 }
 
 func (e *Engine) serveCancel(ctx context.Context, r micro.Request) {
-	e.serveOperator(ctx, r, func(ctx context.Context, req JobRequest) (aggregate.State, error) {
+	e.serveOperator(ctx, r, cancelShape, func(ctx context.Context, req JobRequest) (aggregate.State, error) {
 		return e.Cancel(ctx, req.JobID, req.By, req.Reason)
 	})
 }
 
 func (e *Engine) serveRepurchase(ctx context.Context, r micro.Request) {
-	e.serveOperator(ctx, r, func(ctx context.Context, req JobRequest) (aggregate.State, error) {
+	e.serveOperator(ctx, r, repurchaseShape, func(ctx context.Context, req JobRequest) (aggregate.State, error) {
 		return e.Repurchase(ctx, req.JobID, req.By, req.Reason, req.Repurchases)
 	})
 }
 
-func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(context.Context, JobRequest) (aggregate.State, error)) {
-	req, err := parseJobRequest(r.Data())
+func (e *Engine) serveOperator(ctx context.Context, r micro.Request, shape *jsonShape, op func(context.Context, JobRequest) (aggregate.State, error)) {
+	req, err := parseJobRequest(r.Data(), shape)
 	if err != nil {
 		respondError(r, err)
 		return
@@ -134,18 +134,31 @@ func (e *Engine) serveOperator(ctx context.Context, r micro.Request, op func(con
 
 var errBadRequest = errors.New("bad request")
 
-// jobRequestShape is the fields of a JobRequest.
-var jobRequestShape = shapeOf(reflect.TypeFor[JobRequest]())
+// The fields each operation's request may have: a status request the
+// job's id, a cancel its author and reason too, a re-purchase all of a
+// JobRequest.
+var (
+	statusShape = shapeOf(reflect.TypeFor[struct {
+		JobID string `json:"job_id"`
+	}]())
+	cancelShape = shapeOf(reflect.TypeFor[struct {
+		JobID  string `json:"job_id"`
+		By     string `json:"by"`
+		Reason string `json:"reason"`
+	}]())
+	repurchaseShape = shapeOf(reflect.TypeFor[JobRequest]())
+)
 
-// parseJobRequest reads a job's id alone, or a JobRequest object as
-// strictly as commands are read: a field it does not have, or one named
-// twice or in another case, would be ignored otherwise, and a misspelt
-// "repurchases" would make a re-purchase unsafe to repeat.
-func parseJobRequest(data []byte) (JobRequest, error) {
+// parseJobRequest reads a job's id alone, or a JobRequest object of the
+// given shape as strictly as commands are read: a field the shape does
+// not have, or one named twice or in another case, would be ignored
+// otherwise, and a misspelt "repurchases" would make a re-purchase
+// unsafe to repeat.
+func parseJobRequest(data []byte, shape *jsonShape) (JobRequest, error) {
 	var req JobRequest
 	trimmed := strings.TrimSpace(string(data))
 	if strings.HasPrefix(trimmed, "{") {
-		if err := decodeStrict(data, &req, jobRequestShape); err != nil {
+		if err := decodeStrict(data, &req, shape); err != nil {
 			return req, errors.Join(errBadRequest, err)
 		}
 	} else {
