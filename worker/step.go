@@ -98,7 +98,14 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				if errors.As(err, &le) && le.RetryAfter > retry {
 					retry = le.RetryAfter
 				}
-				e.jobLog(jobID, s).Warn("reconciliation failed; trying again later", "err", err, "retry_in", retry)
+				if errors.Is(err, ErrUnknownAccount) {
+					// Its charges are in its account's ledger alone: another
+					// account's could show none, and a new key buy again.
+					e.jobLog(jobID, s).Error("the job's API account is not configured here, and only its ledger can settle the job; waiting for it (list the account in --accounts)",
+						"err", err, "retry_in", retry)
+				} else {
+					e.jobLog(jobID, s).Warn("reconciliation failed; trying again later", "err", err, "retry_in", retry)
+				}
 				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, false, nil
 			}
 		case aggregate.StepSend:

@@ -476,6 +476,46 @@ func TestJobOfAMissingAccountWaitsThenFails(t *testing.T) {
 	require.Empty(t, aggregate.Verify(e.log(job)))
 }
 
+// TestUnsettledJobOfAMissingAccountWaitsForIt: a job whose key's outcome
+// is unknown can be settled only by its account's billing ledger: an
+// engine without that account (one without --accounts, say, upgraded from
+// a version that bought such jobs with the default token) neither sends
+// it again nor asks another ledger, past its age budget too. Once the
+// account is configured (here as the default API, by name), it is
+// reconciled and ends.
+func TestUnsettledJobOfAMissingAccountWaitsForIt(t *testing.T) {
+	e := setup(t, func(string, int) serper.Result { return unknown("timeout") })
+	with, err := worker.New(worker.Config{Name: "w", Store: e.store, API: e.api, Timers: e.timers, Now: e.clock.Now,
+		ReconcileRetry: time.Minute, Accounts: map[string]worker.API{"default": e.api, "acme": e.api}})
+	require.NoError(t, err)
+	out, err := with.Schedule(context.Background(), []byte(`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","account":"acme"}`), "test")
+	require.NoError(t, err)
+	job := out.JobID
+	_, err = with.Step(context.Background(), job, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, e.api.sendCount(), "sent once; outcome unknown")
+
+	bare, err := worker.New(worker.Config{Name: "w", Store: e.store, API: e.api, Timers: e.timers, Now: e.clock.Now,
+		ReconcileRetry: time.Minute})
+	require.NoError(t, err)
+	s := e.state(job)
+	end := aggregate.AgeDeadline(s.Policy, s.AgeStart()).Add(time.Hour)
+	for e.clock.Now().Before(end) {
+		next, err := bare.Step(context.Background(), job, nil)
+		require.NoError(t, err)
+		require.Equal(t, aggregate.StepWait, next.Step)
+		e.clock.Set(next.At)
+	}
+	require.Equal(t, aggregate.StatusReconciling, e.state(job).Status)
+	require.Equal(t, 1, e.api.sendCount(), "not sent again")
+	require.Zero(t, e.api.lookups, "no other account's ledger asked")
+
+	s = e.runToEnd(with, job)
+	require.True(t, s.Status.Terminal(), "settled by its own ledger: %s", s.Status)
+	require.Equal(t, 1, e.api.lookups)
+	require.Empty(t, aggregate.Verify(e.log(job)))
+}
+
 // behind is a store whose loads come from a replica that has not seen the
 // job yet, while its leader has.
 type behind struct{ *memstore.Store }
