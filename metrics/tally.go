@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/hex"
 	"math"
 	"slices"
 	"sort"
@@ -554,26 +553,4 @@ func distinctCharges(entries []events.LedgerEntry) int {
 		}
 	}
 	return n
-}
-
-// Live returns the ids of the jobs that, as far as t has counted the log,
-// are not finished, and whether t has counted the log as it stood when its
-// reader began (only then are these all the jobs in flight then). A tally
-// that forgets finished jobs holds only these, so it answers in time
-// proportional to the jobs in flight, not to the jobs ever run.
-func (t *Tally) Live() (ids []string, caughtUp bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for h, p := range t.jobs {
-		if !p.unpack().status.Terminal() {
-			ids = append(ids, hex.EncodeToString(h[:]))
-		}
-	}
-	for id, j := range t.wide {
-		if !j.status.Terminal() {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids, t.caughtUp
 }

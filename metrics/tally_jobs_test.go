@@ -176,7 +176,16 @@ func TestTallyLive(t *testing.T) {
 		}
 		f.apply(at(done, events.ObservationStored{Pages: 1}))
 		live, caughtUp := tally.Live()
-		require.Equal(t, []string{hexID, "job-x"}, live)
+		var ids []string
+		for i := range live.Len() {
+			ids = append(ids, live.ID(i))
+			k, ok := live.Index(live.ID(i))
+			require.True(t, ok)
+			require.Equal(t, i, k)
+		}
+		require.Equal(t, []string{hexID, "job-x"}, ids)
+		_, ok := live.Index(done)
+		require.False(t, ok, "a finished job is not in flight")
 		require.False(t, caughtUp, "the log's end not noted yet")
 		tally.CatchUpTo(f.seq)
 		_, caughtUp = tally.Live()

@@ -265,10 +265,10 @@ func TestTimersSurviveARestartAndTheSweepRepairsLostOnes(t *testing.T) {
 
 	l.srv.Restart(t)
 	inFlight := []string{out.JobID, lost.JobID}
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, inFlight)
+	rep, err := eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf(inFlight))
 	require.NoError(t, err)
 	require.Equal(t, worker.SweepReport{Jobs: 2, Live: 2, Rearmed: 1}, rep)
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, inFlight)
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf(inFlight))
 	require.NoError(t, err)
 	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
 
@@ -308,12 +308,12 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	_, err = l.srv.JS.Publish(ctx, snats.EventSubjectPrefix+corrupt, []byte("not an event"))
 	require.NoError(t, err)
 
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, []string{corrupt, "not a job", kept, lost})
+	rep, err := eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf([]string{corrupt, "not a job", kept, lost}))
 	require.NoError(t, err)
 	require.Equal(t, worker.SweepReport{Jobs: 4, Live: 4, Rearmed: 1, Unusable: 2}, rep)
 	require.True(t, armed(lost))
 	require.False(t, armed(other), "not given: left to a sweep that is")
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{kept, lost})
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf([]string{kept, lost}))
 	require.NoError(t, err)
 	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
 
@@ -324,7 +324,7 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	claim.Send()
 	_, err = l.store.Append(ctx, claim.S.JobID, 0, claim.Log...)
 	require.NoError(t, err)
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{claim.S.JobID})
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf([]string{claim.S.JobID}))
 	require.NoError(t, err)
 	require.Equal(t, worker.SweepReport{Jobs: 1, Live: 1, Rearmed: 1, Held: 1}, rep)
 	require.True(t, armed(claim.S.JobID))
@@ -334,7 +334,7 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	require.NoError(t, err)
 	l.start(eng, 1)
 	require.Equal(t, aggregate.StatusSucceeded, l.waitTerminal([]string{out.JobID}, 30*time.Second)[out.JobID].Status)
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, []string{out.JobID})
+	rep, err = eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf([]string{out.JobID}))
 	require.NoError(t, err)
 	require.Equal(t, worker.SweepReport{Jobs: 1, Live: 1}, rep)
 	require.False(t, armed(out.JobID))

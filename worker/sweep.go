@@ -30,6 +30,30 @@ type SweepReport struct {
 	Unusable int `json:"unusable"`
 }
 
+// JobList is a list of job ids, as the jobs in flight are given to
+// SweepJobs (metrics.Tally.Live makes one, JobsOf another).
+type JobList interface {
+	// Len is how many jobs there are; ID the id of job i, for i from 0
+	// to Len()-1.
+	Len() int
+	ID(i int) string
+	// Index is the place of id in the list, if it is there.
+	Index(id string) (int, bool)
+}
+
+// JobsOf is a JobList of the given ids.
+func JobsOf(ids []string) JobList {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	return sortedIDs(sorted)
+}
+
+type sortedIDs []string
+
+func (s sortedIDs) Len() int                    { return len(s) }
+func (s sortedIDs) ID(i int) string             { return s[i] }
+func (s sortedIDs) Index(id string) (int, bool) { return slices.BinarySearch(s, id) }
+
 // SweepJobs re-arms timers that were lost for any reason (a purged work
 // stream, a bug, an operator's mistake): every job of ids that has neither
 // a timer nor a due message is armed again from its state. ids are the
@@ -39,18 +63,19 @@ type SweepReport struct {
 // meanwhile. A job of ids that has finished since is left as it is.
 // Which jobs have a timer or a due message it reads from the work stream's
 // index of subjects, and it looks up one by one only the others.
-func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids []string) (SweepReport, error) {
-	rep := SweepReport{Jobs: len(ids), Live: len(ids)}
+func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids JobList) (SweepReport, error) {
+	n := ids.Len()
+	rep := SweepReport{Jobs: n, Live: n}
 	work, err := js.Stream(ctx, snats.WorkStream)
 	if err != nil {
 		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	armed := e.armed(ctx, js, ids)
-	for i, jobID := range ids {
+	for i := range n {
 		if armed[i] {
 			continue
 		}
-		if err := e.sweepJob(ctx, work, jobID, &rep); err != nil {
+		if err := e.sweepJob(ctx, work, ids.ID(i), &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -63,20 +88,12 @@ func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids []st
 // block read, for each of millions of jobs waiting for their slots. Those
 // not marked are looked at one by one (sweepJob), as is every job if the
 // index cannot be read.
-func (e *Engine) armed(ctx context.Context, js jetstream.JetStream, ids []string) []bool {
-	// ids by id, as positions in ids: a few bytes a job where a map would
-	// take some seventy.
-	byID := make([]int32, len(ids))
-	for i := range byID {
-		byID[i] = int32(i)
-	}
-	slices.SortFunc(byID, func(a, b int32) int { return strings.Compare(ids[a], ids[b]) })
-	armed := make([]bool, len(ids))
+func (e *Engine) armed(ctx context.Context, js jetstream.JetStream, ids JobList) []bool {
+	armed := make([]bool, ids.Len())
 	for _, prefix := range []string{snats.TimerSubjectPrefix, snats.WorkSubjectPrefix} {
 		err := snats.EachSubject(ctx, js, snats.WorkStream, prefix+">", func(subject string) {
-			id := strings.TrimPrefix(subject, prefix)
-			if k, ok := slices.BinarySearchFunc(byID, id, func(i int32, id string) int { return strings.Compare(ids[i], id) }); ok {
-				armed[byID[k]] = true
+			if k, ok := ids.Index(strings.TrimPrefix(subject, prefix)); ok {
+				armed[k] = true
 			}
 		})
 		if err != nil {

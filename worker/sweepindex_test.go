@@ -56,7 +56,7 @@ func TestSweepReadsTheIndex(t *testing.T) {
 	defer func() { _ = sub.Unsubscribe() }()
 	require.NoError(t, l.srv.Conn.Flush())
 
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, ids)
+	rep, err := eng.SweepJobs(ctx, l.srv.JS, worker.JobsOf(ids))
 	require.NoError(t, err)
 	require.Equal(t, worker.SweepReport{Jobs: 50, Live: 50, Rearmed: 1}, rep)
 	_, err = work.GetLastMsgForSubject(ctx, snats.TimerSubjectPrefix+lost)

@@ -141,7 +141,7 @@ func (s *sweeper) sweepSchedules(ctx context.Context) bool {
 
 // sweepJobs re-arms the timers of the jobs of ids that lost them; false
 // if the sweep failed.
-func (s *sweeper) sweepJobs(ctx context.Context, ids []string) bool {
+func (s *sweeper) sweepJobs(ctx context.Context, ids *metrics.LiveJobs) bool {
 	began := time.Now()
 	rep, err := s.eng.SweepJobs(ctx, s.js, ids)
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *sweeper) count(outcome string) {
 // flight; false if ctx ends first, or wait (when not 0) passes first, so
 // that a fold that cannot catch up does not hold the next round's sweep
 // of the schedules. A wait of more than a minute is logged, once.
-func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait time.Duration, log *slog.Logger) ([]string, bool) {
+func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait time.Duration, log *slog.Logger) (*metrics.LiveJobs, bool) {
 	start, warned := time.Now(), false
 	poll := time.Second
 	if wait > 0 {
@@ -187,11 +187,15 @@ func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait ti
 	for {
 		// The place first: the jobs read after it are as of it or later.
 		seq := tally.Seq()
-		if ids, caughtUp := tally.Live(); seq >= through && caughtUp {
-			if warned {
-				log.Info("sweep for lost timers: the metrics' fold of the log has caught up", "waited", time.Since(start).Round(time.Second))
+		// Caught up first: the list of a million jobs in flight is not
+		// made every second of a fold's catching up, only to be dropped.
+		if seq >= through && tally.CaughtUp() {
+			if ids, caughtUp := tally.Live(); caughtUp { // not begun again meanwhile
+				if warned {
+					log.Info("sweep for lost timers: the metrics' fold of the log has caught up", "waited", time.Since(start).Round(time.Second))
+				}
+				return ids, true
 			}
-			return ids, true
 		}
 		waited := time.Since(start)
 		if wait > 0 && waited >= wait {

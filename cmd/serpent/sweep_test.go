@@ -24,7 +24,7 @@ func TestLiveJobsWaitsForTheFold(t *testing.T) {
 	behind := metrics.NewTally().ForgetFinished() // never told where the log ends
 	ids, ok := liveJobs(t.Context(), behind, 0, 10*time.Millisecond, log)
 	require.False(t, ok)
-	require.Empty(t, ids)
+	require.Nil(t, ids)
 	require.Contains(t, out.String(), "sweep for lost timers skipped: the metrics' fold of the log has not caught up")
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -36,7 +36,7 @@ func TestLiveJobsWaitsForTheFold(t *testing.T) {
 	caughtUp.CatchUpTo(0) // an empty log
 	ids, ok = liveJobs(t.Context(), caughtUp, 0, 10*time.Millisecond, log)
 	require.True(t, ok)
-	require.Empty(t, ids)
+	require.Zero(t, ids.Len())
 
 	// Caught up once, but not through where the log ends now: behind.
 	out.Reset()
