@@ -35,14 +35,33 @@ func (l Limits) Validate() error {
 	if l.RatePerSec < 0 || math.IsNaN(l.RatePerSec) || math.IsInf(l.RatePerSec, 0) {
 		errs = append(errs, errors.New("rate_per_sec must be a positive number (or 0 for none)"))
 	}
+	if l.RatePerSec > 0 && l.RatePerSec < MinRatePerSec {
+		errs = append(errs, fmt.Errorf("rate_per_sec is 0 (no limit) or at least %g, one search a day", MinRatePerSec))
+	}
 	if l.MaxInFlight > MaxSlots {
 		errs = append(errs, fmt.Errorf("max_in_flight is at most %d", MaxSlots))
+	}
+	if l.Burst > MaxBurst {
+		errs = append(errs, fmt.Errorf("burst is at most %d", MaxBurst))
+	}
+	if l.PriceMicros > MaxPriceMicros {
+		errs = append(errs, fmt.Errorf("price_micros is at most %d, a thousand dollars a page", MaxPriceMicros))
 	}
 	return errors.Join(errs...)
 }
 
-// MaxSlots bounds max_in_flight: each search in flight holds one slot.
-const MaxSlots = 1024
+// Bounds of the limits. Beyond them the arithmetic of a day's spend or
+// of the rate's intervals would overflow, and a limit would hold nothing.
+const (
+	// MaxSlots bounds max_in_flight: each search in flight holds one slot.
+	MaxSlots = 1024
+	// MinRatePerSec is the slowest rate but none: one search a day.
+	MinRatePerSec = 1.0 / 86400
+	// MaxBurst bounds burst: a day's searches at the slowest rate.
+	MaxBurst = 100_000
+	// MaxPriceMicros bounds price_micros: a thousand dollars a page.
+	MaxPriceMicros = 1_000_000_000
+)
 
 // Unlimited reports whether the account has no limit at all.
 func (l Limits) Unlimited() bool {

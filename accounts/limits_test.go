@@ -52,6 +52,27 @@ func TestLimitsValidate(t *testing.T) {
 	require.Error(t, accounts.Limits{MaxInFlight: -1}.Validate())
 	require.Error(t, accounts.Limits{MaxInFlight: 5000}.Validate())
 	require.True(t, accounts.Limits{}.Unlimited())
+	// Beyond the bounds the limits' arithmetic would overflow, and a
+	// limit hold nothing.
+	for name, l := range map[string]accounts.Limits{
+		"a rate slower than one a day": {RatePerSec: 1e-10},
+		"a burst too large":            {RatePerSec: 1, Burst: accounts.MaxBurst + 1},
+		"a price too high":             {DailyMicros: 1000, PriceMicros: 1e18},
+	} {
+		require.Error(t, l.Validate(), name)
+	}
+	slowest := accounts.Limits{RatePerSec: accounts.MinRatePerSec, Burst: accounts.MaxBurst, PriceMicros: accounts.MaxPriceMicros, DailyMicros: 1 << 62}
+	require.NoError(t, slowest.Validate())
+	now := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	tat := now
+	for range 3 {
+		next, wait, ok := slowest.Rate(tat, now)
+		require.True(t, ok, "within the burst")
+		require.Zero(t, wait)
+		require.True(t, next.After(tat), "the limiter's time moves on, not back")
+		tat = next
+	}
+	require.True(t, slowest.Fits(accounts.Spend{}, 1000), "a day's spend at the highest price fits an int64")
 }
 
 func TestRetryFavoursHighPriorityWithoutStarving(t *testing.T) {

@@ -146,12 +146,23 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 	defer l.mu.Unlock()
 	switch kind, rest, _ := strings.Cut(key, "."); kind {
 	case "limits":
-		var lim accounts.Limits
-		if deleted || json.Unmarshal(e.Value(), &lim) != nil {
+		if deleted {
 			delete(l.limits, rest)
-		} else {
-			l.limits[rest] = lim
+			break
 		}
+		var lim accounts.Limits
+		err := json.Unmarshal(e.Value(), &lim)
+		if err == nil {
+			err = lim.Validate()
+		}
+		if err != nil {
+			// Written by hand, say: an account whose limits cannot be
+			// used is not thereby left with none.
+			l.log.Error("accounts: limits in the bucket cannot be used; the ones applied before stay", "account", rest,
+				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", err)
+			break
+		}
+		l.limits[rest] = lim
 	case "pause":
 		var p pauseValue
 		if deleted || json.Unmarshal(e.Value(), &p) != nil {

@@ -561,3 +561,39 @@ func TestInFlightCapHoldsThroughTimeouts(t *testing.T) {
 		require.Equal(t, 1, c, "job %s bought once", j)
 	}
 }
+
+// TestUnusableLimitsKeepTheOnesBefore: limits put in the bucket by hand
+// that do not decode, or that no operator could set (a rate slower than
+// one search a day, whose interval would overflow), leave the account
+// with the limits it had, not with none.
+func TestUnusableLimitsKeepTheOnesBefore(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	lim, err := worker.NewLimiter(ctx, l.srv.JS, "w", time.Minute, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	set := accounts.Limits{MaxInFlight: 2, DailyPages: 10}
+	require.NoError(t, worker.SetLimits(ctx, l.srv.JS, "", set))
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if lim.Limits("") != set {
+			return fmt.Errorf("limits %+v", lim.Limits(""))
+		}
+		return nil
+	})
+	kv, err := l.srv.JS.KeyValue(ctx, snats.AccountsBucket)
+	require.NoError(t, err)
+	for _, bad := range []string{`{"max_in_flight":`, `{"rate_per_sec":1e-10}`, `{"max_in_flight":-1}`} {
+		_, err := kv.PutString(ctx, "limits.default", bad)
+		require.NoError(t, err)
+	}
+	// A value after them shows they were read.
+	_, err = kv.PutString(ctx, "limits.other", `{"max_in_flight":1}`)
+	require.NoError(t, err)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if lim.Limits("other").MaxInFlight != 1 {
+			return errors.New("not read yet")
+		}
+		return nil
+	})
+	require.Equal(t, set, lim.Limits(""), "the limits applied before stay")
+}
