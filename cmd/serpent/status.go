@@ -136,14 +136,20 @@ const defaultStatusLimit = 1000
 
 // newestJobs keeps the newest jobs of those it is given, at most limit of
 // them (every one for 0), in memory that follows limit rather than the
-// jobs given: the oldest kept is dropped when a newer one comes.
+// jobs given: the oldest kept is dropped when a newer one comes. A job
+// given again while it is kept (a bucket read while the job moved on can
+// give it again, newer) is kept once, as of its latest event, and counted
+// once.
 type newestJobs struct {
 	limit int
 	seen  int
-	jobs  []statusOut // a heap, the oldest first, while limit is reached
+	jobs  []statusOut // a heap, the oldest first, once limit is reached
+	at    map[string]int
 }
 
-func newNewestJobs(limit int) *newestJobs { return &newestJobs{limit: limit} }
+func newNewestJobs(limit int) *newestJobs {
+	return &newestJobs{limit: limit, at: map[string]int{}}
+}
 
 // newerJob orders jobs newest first (and by id among jobs updated at the
 // same time).
@@ -152,59 +158,57 @@ func newerJob(a, b statusOut) int {
 }
 
 func (n *newestJobs) add(j statusOut) {
+	h := oldestFirst{n}
+	if i, kept := n.at[j.JobID]; kept {
+		if j.Seq > n.jobs[i].Seq {
+			n.jobs[i] = j
+			if n.full() {
+				heap.Fix(h, i)
+			}
+		}
+		return
+	}
 	n.seen++
-	if n.limit == 0 || len(n.jobs) < n.limit {
+	if !n.full() {
+		n.at[j.JobID] = len(n.jobs)
 		n.jobs = append(n.jobs, j)
-		if n.limit > 0 && len(n.jobs) == n.limit {
-			heap.Init(oldestFirst{&n.jobs})
+		if n.full() {
+			heap.Init(h)
 		}
 		return
 	}
 	if newerJob(j, n.jobs[0]) < 0 { // newer than the oldest kept
+		delete(n.at, n.jobs[0].JobID)
 		n.jobs[0] = j
-		heap.Fix(oldestFirst{&n.jobs}, 0)
+		n.at[j.JobID] = 0
+		heap.Fix(h, 0)
 	}
 }
 
-// sorted returns the jobs kept, newest first. A job given twice (a bucket
-// read while the job moved on can give it again, newer) is listed once,
-// as of its latest event.
+// full reports whether limit jobs are kept.
+func (n *newestJobs) full() bool { return n.limit > 0 && len(n.jobs) >= n.limit }
+
+// sorted returns the jobs kept, newest first.
 func (n *newestJobs) sorted() []statusOut {
-	latest := make(map[string]int, len(n.jobs))
-	kept := n.jobs[:0]
-	for _, j := range n.jobs {
-		i, twice := latest[j.JobID]
-		switch {
-		case !twice:
-			latest[j.JobID] = len(kept)
-			kept = append(kept, j)
-		case j.Seq > kept[i].Seq:
-			kept[i] = j
-			n.seen--
-		default:
-			n.seen--
-		}
-	}
-	n.jobs = kept
 	slices.SortFunc(n.jobs, newerJob)
+	n.at = nil
 	return n.jobs
 }
 
-// oldestFirst is a heap of jobs whose top is the oldest.
-type oldestFirst struct{ jobs *[]statusOut }
+// oldestFirst is a heap of jobs whose top is the oldest, keeping each
+// job's place in at.
+type oldestFirst struct{ n *newestJobs }
 
-func (h oldestFirst) Len() int           { return len(*h.jobs) }
-func (h oldestFirst) Less(i, j int) bool { return newerJob((*h.jobs)[i], (*h.jobs)[j]) > 0 }
-func (h oldestFirst) Swap(i, j int)      { (*h.jobs)[i], (*h.jobs)[j] = (*h.jobs)[j], (*h.jobs)[i] }
-func (h oldestFirst) Push(x any)         { *h.jobs = append(*h.jobs, x.(statusOut)) }
-func (h oldestFirst) Pop() any {
-	old := *h.jobs
-	j := old[len(old)-1]
-	*h.jobs = old[:len(old)-1]
-	return j
+func (h oldestFirst) Len() int           { return len(h.n.jobs) }
+func (h oldestFirst) Less(i, j int) bool { return newerJob(h.n.jobs[i], h.n.jobs[j]) > 0 }
+func (h oldestFirst) Swap(i, j int) {
+	jobs := h.n.jobs
+	jobs[i], jobs[j] = jobs[j], jobs[i]
+	h.n.at[jobs[i].JobID], h.n.at[jobs[j].JobID] = i, j
 }
+func (h oldestFirst) Push(x any) { panic("oldestFirst: the heap keeps its size") }
+func (h oldestFirst) Pop() any   { panic("oldestFirst: the heap keeps its size") }
 
-// printJob prints one job's view as a two-column table.
 func printJob(w io.Writer, v projections.JobView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }

@@ -59,3 +59,25 @@ func TestNewestJobsListsAJobOnce(t *testing.T) {
 	require.Equal(t, uint64(5), got[0].Seq, "as of its latest event")
 	require.Equal(t, 3, n.seen, "three jobs")
 }
+
+// TestNewestJobsKeepsOthersWhenAJobComesAgain: a job given again, newer,
+// once the limit is reached takes its own place, not that of the oldest
+// job kept.
+func TestNewestJobsKeepsOthersWhenAJobComesAgain(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	job := func(id string, seq uint64, at time.Duration) statusOut {
+		var j statusOut
+		j.JobID, j.Seq, j.Updated = id, seq, t0.Add(at)
+		return j
+	}
+	n := newNewestJobs(2)
+	for _, j := range []statusOut{job("a", 3, 3*time.Second), job("b", 2, 2*time.Second), job("c", 1, time.Second),
+		job("a", 4, 4*time.Second), job("b", 1, time.Second)} {
+		n.add(j)
+	}
+	got := n.sorted()
+	require.Len(t, got, 2)
+	require.Equal(t, []string{"a", "b"}, []string{got[0].JobID, got[1].JobID})
+	require.Equal(t, []uint64{4, 2}, []uint64{got[0].Seq, got[1].Seq}, "each as of its latest event")
+	require.Equal(t, 3, n.seen)
+}
