@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -154,4 +155,24 @@ jobTally{status aggregate.Status;purchases int;repurchases int;}
 waiting{reason string;since time.Time;}
 checkpoint{Format int;Log time.Time;Seq uint64;Ver uint64;Forget bool;Counts metrics.Counts;Packed []uint8;Wide map[string]metrics.checkpointJob;Recent []string;Reconciling map[string]metrics.checkpointQueue;}
 `), strings.TrimSpace(b.String()))
+}
+
+// TestCheckpointOfManyJobs: the jobs go into the checkpoint's base64 a
+// few hundred at a time; any number of them comes back as it was.
+func TestCheckpointOfManyJobs(t *testing.T) {
+	log := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 1, 2, 767, 768, 769, 2000, 2305} {
+		tl := NewTally().ForgetFinished()
+		for i := range n {
+			tl.jobs[hexID{byte(i), byte(i >> 8), 7, byte(i % 5)}] = packedJob(i % 3)
+		}
+		tl.seq = uint64(n) + 1
+		b, err := tl.Checkpoint(log)
+		require.NoError(t, err)
+		require.True(t, json.Valid(b), "%d jobs", n)
+		again := NewTally().ForgetFinished()
+		require.NoError(t, again.RestoreCheckpoint(b, log), "%d jobs", n)
+		require.Equal(t, tl.jobs, again.jobs, "%d jobs", n)
+		require.Equal(t, tl.seq, again.seq)
+	}
 }
