@@ -169,6 +169,19 @@ func (e *Engine) storeNew(ctx context.Context, s aggregate.State, pending []even
 // the job there already (the same command came twice).
 var errJobExists = errors.New("worker: the job exists")
 
+// wouldClaim reports whether the job's due step, decided now, claims it
+// (or cannot be told yet): only a claim needs its account's permit. A job
+// past its age budget, or a key past its deadline, is settled without
+// one, so that an account's spent budget does not hold its end back.
+func (e *Engine) wouldClaim(s aggregate.State) bool {
+	evs, err := e.decider.Decide(s, aggregate.Due{Worker: e.cfg.Name}, e.cfg.Now(), e.cfg.IDs)
+	if err != nil || len(evs) == 0 {
+		return true
+	}
+	_, claim := evs[0].Data.(events.Sent)
+	return claim
+}
+
 // send claims the job, sends its key and records the outcome. A lost race
 // for the claim is not an error: the next round reloads.
 //
@@ -188,7 +201,7 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	// waits without writing anything. A resend of a key that was sent
 	// before cannot buy, so the budget does not hold it back.
 	var permit *Permit
-	if e.cfg.Limiter != nil {
+	if e.cfg.Limiter != nil && e.wouldClaim(s) {
 		cur, _ := s.Current()
 		req := Request{Account: s.Account, JobID: jobID, Resend: cur.Sent(), High: e.urgent(s), Pages: accounts.PagesFor(s.Search.Limit),
 			Lease: s.Policy.Lease.D(), FirstSend: cur.FirstSend}
@@ -220,6 +233,9 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 	// job past its age budget is settled without it.
 	var api API
 	if _, claim := evs[0].Data.(events.Sent); claim {
+		if e.cfg.Limiter != nil && permit == nil {
+			return storePrefix() // not a claim a moment ago; the next round asks for a permit
+		}
 		if api, err = e.api(s.Account); err != nil {
 			if k, perr := storePrefix(); perr != nil {
 				return k, perr
