@@ -63,6 +63,20 @@ const (
 	MaxPriceMicros = 1_000_000_000
 )
 
+// Clamped returns the limits brought within the bounds, where Validate
+// would refuse them only for being beyond one (limits stored before the
+// bounds were, or by hand): they hold as near as the arithmetic allows.
+// Negative limits stay as they are, refused.
+func (l Limits) Clamped() Limits {
+	l.MaxInFlight = min(l.MaxInFlight, MaxSlots)
+	l.Burst = min(l.Burst, MaxBurst)
+	l.PriceMicros = min(l.PriceMicros, MaxPriceMicros)
+	if l.RatePerSec > 0 && l.RatePerSec < MinRatePerSec {
+		l.RatePerSec = MinRatePerSec
+	}
+	return l
+}
+
 // Unlimited reports whether the account has no limit at all.
 func (l Limits) Unlimited() bool {
 	return l.MaxInFlight == 0 && l.RatePerSec == 0 && l.DailyPages == 0 && l.DailyMicros == 0
@@ -89,7 +103,12 @@ type Spend struct {
 // Add returns the spend with pages more (or fewer, if negative).
 func (s Spend) Add(pages int, price int64) Spend {
 	s.Pages += pages
-	s.Micros += int64(pages) * price
+	switch d := int64(pages); {
+	case d > 0 && price > 0 && d > (math.MaxInt64-s.Micros)/price:
+		s.Micros = math.MaxInt64 // beyond any budget, not wrapped round below zero
+	default:
+		s.Micros += d * price
+	}
 	if s.Pages < 0 {
 		s.Pages, s.Micros = 0, 0
 	}

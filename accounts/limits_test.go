@@ -73,6 +73,25 @@ func TestLimitsValidate(t *testing.T) {
 		tat = next
 	}
 	require.True(t, slowest.Fits(accounts.Spend{}, 1000), "a day's spend at the highest price fits an int64")
+
+	// Limits stored before the bounds were hold within them.
+	old := accounts.Limits{MaxInFlight: 5000, RatePerSec: 1e-10, Burst: 1 << 40, PriceMicros: 1e18, DailyPages: 3}
+	require.Error(t, old.Validate())
+	require.NoError(t, old.Clamped().Validate())
+	require.Equal(t, accounts.Limits{MaxInFlight: accounts.MaxSlots, RatePerSec: accounts.MinRatePerSec, Burst: accounts.MaxBurst,
+		PriceMicros: accounts.MaxPriceMicros, DailyPages: 3}, old.Clamped())
+	require.Error(t, accounts.Limits{DailyPages: -1}.Clamped().Validate(), "a negative limit stays refused")
+}
+
+// TestSpendDoesNotWrapRound: a reply that reports absurdly many pages at
+// the highest price spends past any budget, not below zero.
+func TestSpendDoesNotWrapRound(t *testing.T) {
+	lim := accounts.Limits{DailyMicros: 5_000_000, PriceMicros: accounts.MaxPriceMicros}
+	require.NoError(t, lim.Validate())
+	spent := accounts.Spend{}.Add(10_000_000_000, lim.Price())
+	require.Positive(t, spent.Micros)
+	require.False(t, lim.Fits(spent, 1), "spent %+v: the day's budget is spent", spent)
+	require.False(t, lim.Fits(spent.Add(1, lim.Price()), 1), "and stays spent")
 }
 
 func TestRetryFavoursHighPriorityWithoutStarving(t *testing.T) {

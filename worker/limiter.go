@@ -150,17 +150,24 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 			delete(l.limits, rest)
 			break
 		}
-		var lim accounts.Limits
-		err := json.Unmarshal(e.Value(), &lim)
+		var stored accounts.Limits
+		err := json.Unmarshal(e.Value(), &stored)
+		lim := stored.Clamped()
 		if err == nil {
 			err = lim.Validate()
 		}
 		if err != nil {
 			// Written by hand, say: an account whose limits cannot be
-			// used is not thereby left with none.
+			// used is not thereby left with none it had.
 			l.log.Error("accounts: limits in the bucket cannot be used; the ones applied before stay", "account", rest,
 				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", err)
 			break
+		}
+		if lim != stored {
+			// Stored before the bounds were, or by hand: every engine
+			// holds the account to the same limits within them.
+			l.log.Warn("accounts: limits in the bucket are beyond their bounds; applied within them", "account", rest,
+				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", stored.Validate())
 		}
 		l.limits[rest] = lim
 	case "pause":

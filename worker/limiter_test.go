@@ -563,37 +563,65 @@ func TestInFlightCapHoldsThroughTimeouts(t *testing.T) {
 }
 
 // TestUnusableLimitsKeepTheOnesBefore: limits put in the bucket by hand
-// that do not decode, or that no operator could set (a rate slower than
-// one search a day, whose interval would overflow), leave the account
-// with the limits it had, not with none.
+// that do not decode, or that no bound could mend (a negative cap), leave
+// the account with the limits it had, not with none; limits beyond a
+// bound (a rate slower than one search a day, whose interval would
+// overflow) hold within it.
 func TestUnusableLimitsKeepTheOnesBefore(t *testing.T) {
 	l := setupLive(t, sandbox.Faults{})
 	ctx := context.Background()
 	lim, err := worker.NewLimiter(ctx, l.srv.JS, "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
-	set := accounts.Limits{MaxInFlight: 2, DailyPages: 10}
-	require.NoError(t, worker.SetLimits(ctx, l.srv.JS, "", set))
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		if lim.Limits("") != set {
-			return fmt.Errorf("limits %+v", lim.Limits(""))
-		}
-		return nil
-	})
 	kv, err := l.srv.JS.KeyValue(ctx, snats.AccountsBucket)
 	require.NoError(t, err)
-	for _, bad := range []string{`{"max_in_flight":`, `{"rate_per_sec":1e-10}`, `{"max_in_flight":-1}`} {
-		_, err := kv.PutString(ctx, "limits.default", bad)
-		require.NoError(t, err)
-	}
-	// A value after them shows they were read.
-	_, err = kv.PutString(ctx, "limits.other", `{"max_in_flight":1}`)
-	require.NoError(t, err)
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		if lim.Limits("other").MaxInFlight != 1 {
-			return errors.New("not read yet")
+	// seen puts values for the default account, then one for another
+	// account, and waits for that one: the limiter has read them all.
+	seen := func(values ...string) {
+		for _, v := range values {
+			_, err := kv.PutString(ctx, "limits.default", v)
+			require.NoError(t, err)
 		}
-		return nil
-	})
+		_, err := kv.PutString(ctx, "limits.other", fmt.Sprintf(`{"max_in_flight":%d}`, len(values)))
+		require.NoError(t, err)
+		natstest.WaitFor(t, 10*time.Second, func() error {
+			if lim.Limits("other").MaxInFlight != len(values) {
+				return errors.New("not read yet")
+			}
+			return nil
+		})
+	}
+	set := accounts.Limits{MaxInFlight: 2, DailyPages: 10}
+	require.NoError(t, worker.SetLimits(ctx, l.srv.JS, "", set))
+	seen(`{"max_in_flight":`, `{"max_in_flight":-1}`)
 	require.Equal(t, set, lim.Limits(""), "the limits applied before stay")
+	seen(`{"rate_per_sec":1e-10,"daily_pages":4}`)
+	require.Equal(t, accounts.Limits{RatePerSec: accounts.MinRatePerSec, DailyPages: 4}, lim.Limits(""), "held within the bounds")
+}
+
+// TestLimitsStoredBeforeTheBoundsStillHold: limits an earlier version
+// took (a burst of 150,000, beyond today's bound) are in the bucket when
+// an engine of this version starts: they hold within the bounds, the cap
+// of one search in flight included, rather than not at all.
+func TestLimitsStoredBeforeTheBoundsStillHold(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	kv, err := l.srv.JS.KeyValue(ctx, snats.AccountsBucket)
+	require.NoError(t, err)
+	_, err = kv.PutString(ctx, "limits.default", `{"max_in_flight":1,"rate_per_sec":5,"burst":150000,"daily_pages":3}`)
+	require.NoError(t, err)
+	lim, err := worker.NewLimiter(ctx, l.srv.JS, "w", time.Minute, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	require.Equal(t, accounts.Limits{MaxInFlight: 1, RatePerSec: 5, Burst: accounts.MaxBurst, DailyPages: 3}, lim.Limits(""))
+
+	p1, err := lim.Acquire(ctx, worker.Request{JobID: "j1", Pages: 1})
+	require.NoError(t, err)
+	defer p1.Unused(ctx)
+	p2, err := lim.Acquire(ctx, worker.Request{JobID: "j2", Pages: 1})
+	if err == nil {
+		p2.Unused(ctx)
+	}
+	var th *worker.ThrottledError
+	require.ErrorAs(t, err, &th, "a second search in flight with max_in_flight 1 stored")
 }

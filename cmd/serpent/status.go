@@ -139,7 +139,8 @@ const defaultStatusLimit = 1000
 // jobs given: the oldest kept is dropped when a newer one comes. A job
 // given again while it is kept (a bucket read while the job moved on can
 // give it again, newer) is kept once, as of its latest event, and counted
-// once.
+// once; one given again after it was dropped, or not kept, is counted
+// again (seen is then a little more than the jobs there are).
 type newestJobs struct {
 	limit int
 	seen  int
