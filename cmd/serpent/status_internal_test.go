@@ -44,14 +44,8 @@ func TestNewestJobsKeepsTheNewest(t *testing.T) {
 // TestNewestJobsListsAJobOnce: a job read twice, as it moved on during
 // the read, is listed once, as of its latest event.
 func TestNewestJobsListsAJobOnce(t *testing.T) {
-	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
-	job := func(id string, seq uint64, at time.Duration) statusOut {
-		var j statusOut
-		j.JobID, j.Seq, j.Updated = id, seq, t0.Add(at)
-		return j
-	}
 	n := newNewestJobs(5)
-	for _, j := range []statusOut{job("a", 1, 0), job("b", 2, time.Second), job("a", 5, 3*time.Second), job("c", 3, 2*time.Second)} {
+	for _, j := range []statusOut{listedJob("a", 1, 0), listedJob("b", 2, time.Second), listedJob("a", 5, 3*time.Second), listedJob("c", 3, 2*time.Second)} {
 		n.add(j)
 	}
 	got := n.sorted()
@@ -64,15 +58,9 @@ func TestNewestJobsListsAJobOnce(t *testing.T) {
 // once the limit is reached takes its own place, not that of the oldest
 // job kept.
 func TestNewestJobsKeepsOthersWhenAJobComesAgain(t *testing.T) {
-	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
-	job := func(id string, seq uint64, at time.Duration) statusOut {
-		var j statusOut
-		j.JobID, j.Seq, j.Updated = id, seq, t0.Add(at)
-		return j
-	}
 	n := newNewestJobs(2)
-	for _, j := range []statusOut{job("a", 3, 3*time.Second), job("b", 2, 2*time.Second), job("c", 1, time.Second),
-		job("a", 4, 4*time.Second), job("b", 1, time.Second)} {
+	for _, j := range []statusOut{listedJob("a", 3, 3*time.Second), listedJob("b", 2, 2*time.Second), listedJob("c", 1, time.Second),
+		listedJob("a", 4, 4*time.Second), listedJob("b", 1, time.Second)} {
 		n.add(j)
 	}
 	got := n.sorted()
@@ -80,4 +68,12 @@ func TestNewestJobsKeepsOthersWhenAJobComesAgain(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, []string{got[0].JobID, got[1].JobID})
 	require.Equal(t, []uint64{4, 2}, []uint64{got[0].Seq, got[1].Seq}, "each as of its latest event")
 	require.Equal(t, 3, n.seen)
+}
+
+// listedJob is a job of the list, as of its event at seq, updated at after the
+// start of 2026-12-05.
+func listedJob(id string, seq uint64, at time.Duration) statusOut {
+	var j statusOut
+	j.JobID, j.Seq, j.Updated = id, seq, time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).Add(at)
+	return j
 }
