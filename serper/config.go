@@ -89,9 +89,9 @@ func (c Config) Validate() error {
 	if c.BaseURL == "" {
 		bad("BaseURL is empty: set the API's root URL, such as https://api.serper.live")
 	} else if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("BaseURL %q is not an absolute http(s) URL", redactURL(c.BaseURL))
+		bad("BaseURL %q is not an absolute http(s) URL", c.baseURLHint())
 	} else if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		bad("BaseURL %q must not carry a query, a fragment or user info", redactURL(c.BaseURL))
+		bad("BaseURL %q must not carry a query, a fragment or user info", c.baseURLHint())
 	}
 	if err := checkToken(c.Token); err != nil {
 		bad("%v", err)
@@ -118,8 +118,21 @@ func redactURL(raw string) string {
 	if err != nil {
 		return "(unparsable)"
 	}
-	return u.Redacted()
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "xxxxx", false
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "xxxxx", ""
+	}
+	return u.String()
 }
+
+// baseURLHint is c's base URL as it may be printed: redacted, and never
+// holding the token.
+func (c Config) baseURLHint() string { return redactor{secret: c.Token}.text(redactURL(c.BaseURL)) }
 
 // tokenHint is how the token appears anywhere Config is printed.
 func (c Config) tokenHint() string {
@@ -132,7 +145,7 @@ func (c Config) tokenHint() string {
 // String prints c with the token redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("serper.Config{BaseURL: %q, Token: %s, Timeout: %v, AllowShortTimeout: %t, MaxSearchTime: %v, MaxResponseBytes: %d}",
-		redactURL(c.BaseURL), c.tokenHint(), c.Timeout, c.AllowShortTimeout, c.MaxSearchTime, c.MaxResponseBytes)
+		c.baseURLHint(), c.tokenHint(), c.Timeout, c.AllowShortTimeout, c.MaxSearchTime, c.MaxResponseBytes)
 }
 
 // GoString makes %#v redact the token too.
@@ -145,7 +158,7 @@ func (c Config) Format(f fmt.State, verb rune) { _, _ = fmt.Fprint(f, c.String()
 // LogValue makes slog print c with the token redacted.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("base_url", redactURL(c.BaseURL)),
+		slog.String("base_url", c.baseURLHint()),
 		slog.String("token", c.tokenHint()),
 		slog.Duration("timeout", c.Timeout),
 		slog.Bool("allow_short_timeout", c.AllowShortTimeout),
@@ -162,6 +175,6 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if p.Token != "" {
 		p.Token = redacted
 	}
-	p.BaseURL = redactURL(p.BaseURL)
+	p.BaseURL = c.baseURLHint()
 	return json.Marshal(p)
 }

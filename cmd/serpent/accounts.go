@@ -65,7 +65,15 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 		return err
 	}
 	defer nc.Close()
+	limitFlag := ""
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "o" && !strings.HasPrefix(f.Name, "nats-") {
+			limitFlag = f.Name
+		}
+	})
 	switch {
+	case len(pos) == 0 && limitFlag != "":
+		return fmt.Errorf("%w: --%s changes a limit: serpent accounts set ACCOUNT --%s ...", errUsage, limitFlag, limitFlag)
 	case len(pos) == 0:
 	case pos[0] == "set" && len(pos) == 2:
 		account := pos[1]

@@ -166,7 +166,7 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	// What the intake, and the serpent-strays consumer, had settled is
 	// read before the log and the rejections, so the jobs or rejections
 	// of those commands are in what follows.
-	intake, haveCommands, err := commandConsumer(ctx, js, snats.IntakeConsumer)
+	intake, _, err := commandConsumer(ctx, js, snats.IntakeConsumer)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +178,10 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	if err != nil {
 		return nil, err
 	}
-	if haveCommands {
-		if err := checkCommands(ctx, js, a, intake, strays, bar); err != nil {
-			return nil, err
-		}
+	// A missing intake consumer settled nothing: the commands are still
+	// checked (as unread) whenever the command stream exists.
+	if err := checkCommands(ctx, js, a, intake, strays, bar); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -242,6 +242,9 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 		bar.update("commands", uint64(len(cmds)), 0)
 		return nil
 	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil // no command stream: no commands to check
+	}
 	if err != nil {
 		return fmt.Errorf("audit: commands: %w", err)
 	}
@@ -331,6 +334,11 @@ func (f *auditFlags) ledgerClient(env func(string) string, stderr io.Writer) (*s
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: --ledger: %v", errUsage, err)
+	}
+	if token != sandbox.DefaultToken {
+		if err := tokenTransport(f.ledgerURL); err != nil {
+			return nil, fmt.Errorf("%w: --ledger: %v", errUsage, err)
+		}
 	}
 	client, err := serper.New(serper.Config{BaseURL: f.ledgerURL, Token: token})
 	if err != nil {

@@ -43,6 +43,9 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: run takes no arguments, got %q", errUsage, fs.Args())
 	}
+	if f.workers < 1 || f.intakeConc < 1 {
+		return fmt.Errorf("%w: --workers %d and --intake-concurrency %d must be at least 1", errUsage, f.workers, f.intakeConc)
+	}
 	log, err := f.log.logger(stderr)
 	if err != nil {
 		return err
@@ -237,6 +240,10 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 		return nil, err
 	}
 	cfg := serper.Config{Timeout: f.clientTimeout, MaxResponseBytes: f.ops.maxResponseBytes}
+	realAPI := false
+	if builtIn := f.sandboxURL == "" && errors.Is(err, serper.ErrNoToken) && url == ""; f.sandboxConfig != "" && !builtIn {
+		return nil, fmt.Errorf("%w: --sandbox-config configures the built-in sandbox, which is not used with --sandbox-url, a token or an API URL", errUsage)
+	}
 	switch {
 	case f.sandboxURL != "":
 		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = f.sandboxURL, sandbox.DefaultToken, true
@@ -282,29 +289,43 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 		if err := tokenTransport(url); err != nil {
 			return nil, fmt.Errorf("%w: --api-url: %v", errUsage, err)
 		}
-		if f.policy.Lease.D() < f.clientTimeout+10*time.Second {
-			return nil, fmt.Errorf("%w: --lease %s must cover --client-timeout %s plus 10 s, or a slow search could be sent twice at once",
-				errUsage, f.policy.Lease.D(), f.clientTimeout)
+		if err := f.checkRealAPI(); err != nil {
+			return nil, err
 		}
-		if w := f.policy.ReplayWindow.D(); w > serper.ReplayWindow {
-			return nil, fmt.Errorf("%w: --replay-window %s is longer than the API's %s: a resend after the API forgot the key would buy again",
-				errUsage, w, serper.ReplayWindow)
-		}
-		// A resend leaving just before its key's deadline may take as long
-		// as the client lets a request be written (its timeout less the
-		// longest search) to reach the API: the margin must cover that.
-		if write := f.clientTimeout - serper.DefaultMaxSearchTime; f.policy.SafetyMargin.D() < write {
-			return nil, fmt.Errorf("%w: --safety-margin %s is shorter than the %s a request may take to reach the API (--client-timeout %s less a %s search): a resend at the deadline could arrive after the key's replay window and buy again",
-				errUsage, f.policy.SafetyMargin.D(), write, f.clientTimeout, serper.DefaultMaxSearchTime)
-		}
-		say("API %s (real searches are bought)", url)
+		realAPI = true
 	}
 	client, err := serper.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if realAPI {
+		// Only once the URL is known to hold no secret (New refuses user
+		// info, a query or a fragment).
+		say("API %s (real searches are bought)", url)
+	}
 	*cleanup = append(*cleanup, client.CloseIdleConnections)
 	return client, nil
+}
+
+// checkRealAPI refuses settings that are safe with a sandbox but could buy
+// twice with the real API: the engine's policy is every account's.
+func (f *engineFlags) checkRealAPI() error {
+	if f.policy.Lease.D() < f.clientTimeout+10*time.Second {
+		return fmt.Errorf("%w: --lease %s must cover --client-timeout %s plus 10 s, or a slow search could be sent twice at once",
+			errUsage, f.policy.Lease.D(), f.clientTimeout)
+	}
+	if w := f.policy.ReplayWindow.D(); w > serper.ReplayWindow {
+		return fmt.Errorf("%w: --replay-window %s is longer than the API's %s: a resend after the API forgot the key would buy again",
+			errUsage, w, serper.ReplayWindow)
+	}
+	// A resend leaving just before its key's deadline may take as long
+	// as the client lets a request be written (its timeout less the
+	// longest search) to reach the API: the margin must cover that.
+	if write := f.clientTimeout - serper.DefaultMaxSearchTime; f.policy.SafetyMargin.D() < write {
+		return fmt.Errorf("%w: --safety-margin %s is shorter than the %s a request may take to reach the API (--client-timeout %s less a %s search): a resend at the deadline could arrive after the key's replay window and buy again",
+			errUsage, f.policy.SafetyMargin.D(), write, f.clientTimeout, serper.DefaultMaxSearchTime)
+	}
+	return nil
 }
 
 // startNATS connects to the configured NATS, or starts an embedded server.

@@ -47,6 +47,14 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 			if d.BaseURL != "" {
 				cfg.BaseURL = d.BaseURL
 			}
+			if cfg.AllowShortTimeout && d.BaseURL != "" && !onLoopback(d.BaseURL) {
+				// The default is a sandbox; this account is an API elsewhere
+				// with its own token: the real API's rules hold for it.
+				cfg.AllowShortTimeout = false
+				if err := f.checkRealAPI(); err != nil {
+					return nil, nil, fmt.Errorf("account %q: %w", d.Name, err)
+				}
+			}
 			switch {
 			case d.TokenFile != "":
 				if cfg.Token, err = serper.TokenFromFile(d.TokenFile); err != nil {
