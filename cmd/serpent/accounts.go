@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -60,20 +61,25 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	if err := out.check(); err != nil {
 		return err
 	}
+	limitFlags := []string{"max-in-flight", "rate", "burst", "daily-pages", "daily-micros", "price-micros"}
+	if len(pos) == 0 {
+		// A limit given without "set ACCOUNT" would change nothing.
+		var given string
+		fs.Visit(func(f *flag.Flag) {
+			if slices.Contains(limitFlags, f.Name) {
+				given = f.Name
+			}
+		})
+		if given != "" {
+			return fmt.Errorf("%w: --%s changes a limit of one account: serpent accounts set ACCOUNT --%s ...", errUsage, given, given)
+		}
+	}
 	nc, js, err := nf.connect(env, nil, "serpent accounts")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	limitFlag := ""
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name != "o" && !strings.HasPrefix(f.Name, "nats-") {
-			limitFlag = f.Name
-		}
-	})
 	switch {
-	case len(pos) == 0 && limitFlag != "":
-		return fmt.Errorf("%w: --%s changes a limit: serpent accounts set ACCOUNT --%s ...", errUsage, limitFlag, limitFlag)
 	case len(pos) == 0:
 	case pos[0] == "set" && len(pos) == 2:
 		account := pos[1]

@@ -47,7 +47,8 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 			if d.BaseURL != "" {
 				cfg.BaseURL = d.BaseURL
 			}
-			if cfg.AllowShortTimeout && d.BaseURL != "" && !onLoopback(d.BaseURL) {
+			realAPI := cfg.AllowShortTimeout && d.BaseURL != "" && !onLoopback(d.BaseURL)
+			if realAPI {
 				// The default is a sandbox; this account is an API elsewhere
 				// with its own token: the real API's rules hold for it.
 				cfg.AllowShortTimeout = false
@@ -72,6 +73,10 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 				return nil, nil, fmt.Errorf("%w: account %q: %v", errUsage, d.Name, err)
 			}
 			*cleanup = append(*cleanup, client.CloseIdleConnections)
+			if realAPI {
+				// Not "nothing is bought", as the sandbox's line says.
+				say("account %s: API %s (real searches are bought)", d.Name, cfg.BaseURL)
+			}
 		}
 		out[d.Name] = client
 		if d.Limits != nil {
