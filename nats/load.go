@@ -31,9 +31,10 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 		if err != nil {
 			return nil, 0, fmt.Errorf("nats: load job %s: %w", jobID, err)
 		}
-		n, pending := 0, -1
+		n, pending, none := 0, -1, false
 		for m, err := range msgs {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				none = true
 				break
 			}
 			if err != nil {
@@ -56,8 +57,17 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 		}
 		// A batch can also end early at the server's byte limit, so only
 		// "nothing pending" or an empty batch ends the job.
-		if n == 0 || pending == 0 || pending < 0 && n < s.opts.LoadBatch {
+		if none || pending == 0 || pending < 0 && n > 0 && n < s.opts.LoadBatch {
 			return evs, version, nil
+		}
+		if n == 0 {
+			// The batch's answers end quietly when the request times out
+			// (jetstreamext.GetBatch): no message and no "none" is no
+			// answer, not the end of the job.
+			if err := ctx.Err(); err != nil {
+				return nil, 0, fmt.Errorf("nats: load job %s after version %d: %w", jobID, version, err)
+			}
+			return nil, 0, fmt.Errorf("nats: load job %s after version %d: no answer in time", jobID, version)
 		}
 	}
 }

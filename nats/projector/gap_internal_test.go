@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"testing"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,4 +63,30 @@ func TestAuditReloadReadShort(t *testing.T) {
 	require.NoError(t, err)
 	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 5, 9)
 	require.ErrorContains(t, err, "ended at sequence 3, before 5")
+}
+
+// TestReadRangeWithoutAnAnswerIsNotItsEnd: a direct get batch whose
+// request goes unanswered (here, its deadline passed before it left) ends
+// with no message and no "none": readRange says so, rather than hand back
+// a range, or a job's history, that stops short.
+func TestReadRangeWithoutAnAnswerIsNotItsEnd(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
+		require.NoError(t, err)
+	}
+	msgs, err := readRange(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 1, 3)
+	require.NoError(t, err)
+	require.Len(t, msgs, 3)
+	none, err := readRange(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"other", 1, 3)
+	require.NoError(t, err, "a subject with no messages is an empty range")
+	require.Empty(t, none)
+
+	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	msgs, err = readRange(expired, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 1, 3)
+	require.Error(t, err, "read %d of 3 messages and said nothing", len(msgs))
 }

@@ -68,23 +68,34 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream, filter strin
 		if err != nil {
 			return nil, fmt.Errorf("projector: read %s from %d: %w", stream, from, err)
 		}
-		got := 0
+		got, done := 0, false
 		for m, err := range msgs {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				done = true // none from here on
 				break
 			}
 			if err != nil {
 				return nil, fmt.Errorf("projector: read %s from %d: %w", stream, from, err)
 			}
 			if m.Sequence > to {
+				done = true
 				break
 			}
 			out = append(out, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data, Time: m.Time})
 			from = m.Sequence + 1
 			got++
 		}
-		if got == 0 {
+		if done {
 			break
+		}
+		if got == 0 {
+			// A batch's answers end quietly when its request times out
+			// (jetstreamext.GetBatch): no message and no "none" is no
+			// answer, not the range's end.
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("projector: read %s from %d: %w", stream, from, err)
+			}
+			return nil, fmt.Errorf("projector: read %s from %d: no answer in time", stream, from)
 		}
 	}
 	return out, nil
