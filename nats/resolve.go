@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,6 +47,9 @@ func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64,
 			return 0, moved, nil
 		}
 		if got == nil {
+			if slices.ContainsFunc(found, func(ids []string) bool { return len(ids) > 1 }) {
+				return 0, moved, nil // our append is one message or one per event: a group that is part of it is not it
+			}
 			// Batches are all or none; a part of ours can only be a
 			// read racing the write. Look again later.
 			return 0, unchanged, fmt.Errorf("only %d of the %d events appended to job %s are readable yet", countIDs(found), len(want), jobID)
@@ -59,9 +63,8 @@ func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64,
 		case store.Landed:
 			return seq, landed, nil
 		case store.Other:
-			if len(found) > 1 {
-				return 0, unchanged, fmt.Errorf("the events after version %d of job %s hold part of an append of %d events and then others", expected, jobID, len(want))
-			}
+			// A batch is stored whole at consecutive sequences: part of
+			// ours followed by other events is not ours.
 			return 0, moved, nil
 		}
 	}

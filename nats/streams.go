@@ -204,7 +204,9 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	if cerr.destructive() || !allowUpdate {
 		return cerr
 	}
-	if _, err := js.UpdateKeyValue(ctx, cfg); err != nil {
+	// The bucket's stream as it is, with the copies changed: UpdateKeyValue
+	// would reset every other setting (history, limits, placement) to cfg's.
+	if _, err := js.UpdateStream(ctx, mergeStreamConfig(have, want, diffs)); err != nil {
 		return fmt.Errorf("nats: update bucket %s (%s): %w", cfg.Bucket, cerr.list(false), err)
 	}
 	return nil

@@ -55,10 +55,17 @@ func (s *Store) commitBatch(appends []store.Append, msgs [][]store.Message, batc
 	}
 	s.mu.Lock()
 	clean := true
+	staged := make(map[string]bool) // message ids of the batch: JetStream refuses one twice (10201)
 	for _, i := range ok {
 		if v, err := s.check(appends[i].JobID, appends[i].Expected, msgs[i]); err != nil || v != 0 {
 			clean = false
 			break
+		}
+		for _, m := range msgs[i] {
+			if staged[m.ID()] {
+				clean = false
+			}
+			staged[m.ID()] = true
 		}
 	}
 	if clean {
