@@ -381,7 +381,8 @@ func onLoopback(raw string) bool {
 func tokenTransport(raw string) error {
 	u, err := neturl.Parse(raw)
 	if err == nil && u.Scheme == "http" && !onLoopback(raw) {
-		return fmt.Errorf("%s is plain http on another machine: the API token would travel in clear text (use https)", u.Redacted())
+		// Scheme and host only: user info, a query or a fragment may hold the token.
+		return fmt.Errorf("%s://%s is plain http on another machine: the API token would travel in clear text (use https)", u.Scheme, u.Host)
 	}
 	return nil
 }

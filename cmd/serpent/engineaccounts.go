@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"time"
@@ -42,12 +43,14 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 			if d.BaseURL != "" && d.BaseURL != cfg.BaseURL && d.TokenEnv == "" && d.TokenFile == "" {
 				// The default account's token is for the default API.
 				return nil, nil, fmt.Errorf("%w: account %q: base_url %s needs a token of its own (token_env or token_file): the default account's token is not sent to another address",
-					errUsage, d.Name, d.BaseURL)
+					errUsage, d.Name, hostOf(d.BaseURL))
 			}
+			// The default's own sandbox (--sandbox-url) is not another address.
+			elsewhere := d.BaseURL != "" && d.BaseURL != cfg.BaseURL
 			if d.BaseURL != "" {
 				cfg.BaseURL = d.BaseURL
 			}
-			realAPI := cfg.AllowShortTimeout && d.BaseURL != "" && !onLoopback(d.BaseURL)
+			realAPI := cfg.AllowShortTimeout && elsewhere && !onLoopback(d.BaseURL)
 			if realAPI {
 				// The default is a sandbox; this account is an API elsewhere
 				// with its own token: the real API's rules hold for it.
@@ -75,7 +78,7 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 			*cleanup = append(*cleanup, client.CloseIdleConnections)
 			if realAPI {
 				// Not "nothing is bought", as the sandbox's line says.
-				say("account %s: API %s (real searches are bought)", d.Name, cfg.BaseURL)
+				say("account %s: API %s (real searches are bought)", d.Name, hostOf(cfg.BaseURL))
 			}
 		}
 		out[d.Name] = client
@@ -103,4 +106,14 @@ func (f *engineFlags) workerName() string {
 		return worker.DefaultName()
 	}
 	return f.name
+}
+
+// hostOf is a URL's scheme and host, as a message may quote it: its user
+// info, query or fragment may hold a token.
+func hostOf(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(a URL that does not parse)"
+	}
+	return u.Scheme + "://" + u.Host
 }
