@@ -51,15 +51,9 @@ func TestGapReadShortIsNotAHole(t *testing.T) {
 // through the last event the audit saw of it; a read that ends before
 // (a replica behind answered) is an error, not a shorter history.
 func TestAuditReloadReadShort(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv := threeMessagesOfAJob(t)
 	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	for range 3 {
-		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
-		require.NoError(t, err)
-	}
-	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 3, 3)
+	_, err := loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 3, 3)
 	require.NoError(t, err)
 	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 5, 9)
 	require.ErrorContains(t, err, "ended at sequence 3, before 5")
@@ -70,14 +64,8 @@ func TestAuditReloadReadShort(t *testing.T) {
 // with no message and no "none": readRange says so, rather than hand back
 // a range, or a job's history, that stops short.
 func TestReadRangeWithoutAnAnswerIsNotItsEnd(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv := threeMessagesOfAJob(t)
 	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	for range 3 {
-		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
-		require.NoError(t, err)
-	}
 	msgs, err := readRange(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 1, 3)
 	require.NoError(t, err)
 	require.Len(t, msgs, 3)
@@ -89,4 +77,19 @@ func TestReadRangeWithoutAnAnswerIsNotItsEnd(t *testing.T) {
 	defer cancel()
 	msgs, err = readRange(expired, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 1, 3)
 	require.Error(t, err, "read %d of 3 messages and said nothing", len(msgs))
+}
+
+// threeMessagesOfAJob is a server whose event log holds three messages on
+// the subject of job "job".
+func threeMessagesOfAJob(t *testing.T) *natstest.Server {
+	t.Helper()
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
+		require.NoError(t, err)
+	}
+	return srv
 }
