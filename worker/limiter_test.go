@@ -593,6 +593,14 @@ func TestUnusableLimitsKeepTheOnesBefore(t *testing.T) {
 	}
 	set := accounts.Limits{MaxInFlight: 2, DailyPages: 10}
 	require.NoError(t, worker.SetLimits(ctx, l.srv.JS, "", set))
+	// Applied before the next values come: the bucket keeps one value a
+	// key, so a limiter behind would never see this one.
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if lim.Limits("") != set {
+			return fmt.Errorf("limits %+v", lim.Limits(""))
+		}
+		return nil
+	})
 	seen(`{"max_in_flight":`, `{"max_in_flight":-1}`)
 	require.Equal(t, set, lim.Limits(""), "the limits applied before stay")
 	seen(`{"rate_per_sec":1e-10,"daily_pages":4}`)
