@@ -58,11 +58,23 @@ func (t *Timers) arm(ctx context.Context, kind, id, timerPrefix, duePrefix strin
 		}
 		return nil
 	}
-	m := natsgo.NewMsg(timerPrefix + id)
-	m.Header.Set("Nats-Schedule", "@at "+at.UTC().Format(time.RFC3339Nano))
-	m.Header.Set("Nats-Schedule-Target", duePrefix+id)
-	if _, err := t.js.PublishMsg(ctx, m); err != nil {
+	if _, err := t.js.PublishMsg(ctx, timerMsg(timerPrefix+id, duePrefix+id, at)); err != nil {
 		return fmt.Errorf("nats: arm timer of %s %s for %s: %w", kind, id, at.UTC().Format(time.RFC3339), err)
 	}
 	return nil
+}
+
+// TimerMsg is the message Arm writes to wake a job at a time ahead: a
+// JetStream message schedule on serp.timer.<job> targeting
+// serp.work.<job>. For writers that arm many at once (the bench's seeder).
+func TimerMsg(jobID string, at time.Time) *natsgo.Msg {
+	return timerMsg(TimerSubjectPrefix+jobID, WorkSubjectPrefix+jobID, at)
+}
+
+// timerMsg is a message schedule on subject that publishes to target at at.
+func timerMsg(subject, target string, at time.Time) *natsgo.Msg {
+	m := natsgo.NewMsg(subject)
+	m.Header.Set("Nats-Schedule", "@at "+at.UTC().Format(time.RFC3339Nano))
+	m.Header.Set("Nats-Schedule-Target", target)
+	return m
 }

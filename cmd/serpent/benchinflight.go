@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/metrics"
@@ -216,10 +215,7 @@ func seedInflight(ctx context.Context, dir string, s *benchSeeder, jobs int, pro
 			if err != nil {
 				return info, err
 			}
-			m := natsgo.NewMsg(snats.TimerSubjectPrefix + sched.JobID)
-			m.Header.Set("Nats-Schedule", "@at "+sched.Slot.UTC().Format(time.RFC3339Nano))
-			m.Header.Set("Nats-Schedule-Target", snats.WorkSubjectPrefix+sched.JobID)
-			fut, err := js.PublishMsgAsync(m)
+			fut, err := js.PublishMsgAsync(snats.TimerMsg(sched.JobID, sched.Slot))
 			if err != nil {
 				return info, fmt.Errorf("bench: seeding timers: %w", err)
 			}

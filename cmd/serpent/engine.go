@@ -381,8 +381,17 @@ func onLoopback(raw string) bool {
 func tokenTransport(raw string) error {
 	u, err := neturl.Parse(raw)
 	if err == nil && u.Scheme == "http" && !onLoopback(raw) {
-		// Scheme and host only: user info, a query or a fragment may hold the token.
-		return fmt.Errorf("%s://%s is plain http on another machine: the API token would travel in clear text (use https)", u.Scheme, u.Host)
+		return fmt.Errorf("%s is plain http on another machine: the API token would travel in clear text (use https)", hostOf(raw))
 	}
 	return nil
+}
+
+// hostOf is a URL's scheme and host, as a message may quote it: its user
+// info, query or fragment may hold a token.
+func hostOf(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(a URL that does not parse)"
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"time"
@@ -106,14 +105,4 @@ func (f *engineFlags) workerName() string {
 		return worker.DefaultName()
 	}
 	return f.name
-}
-
-// hostOf is a URL's scheme and host, as a message may quote it: its user
-// info, query or fragment may hold a token.
-func hostOf(raw string) string {
-	u, err := neturl.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(a URL that does not parse)"
-	}
-	return u.Scheme + "://" + u.Host
 }
