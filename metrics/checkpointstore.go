@@ -33,7 +33,7 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 		return 0, time.Time{}, err
 	}
 	log, end := info.Created, logEnd(ctx, js, info)
-	t.counts(log) // what Follow reads from now on must be this log
+	t.countsLog(log) // what Follow reads from now on must be this log
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return 0, log, nil

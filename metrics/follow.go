@@ -239,7 +239,7 @@ func (f *follower) sameLog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !f.t.counts(st.CachedInfo().Created) {
+	if !f.t.countsLog(st.CachedInfo().Created) {
 		return errLogMadeAgain
 	}
 	return nil

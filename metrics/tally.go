@@ -238,9 +238,9 @@ func (t *Tally) Log() time.Time {
 	return t.log
 }
 
-// counts reports whether t counts the log made at created: it takes that
+// countsLog reports whether t counts the log made at created: it takes that
 // log for its own if it knows of none yet.
-func (t *Tally) counts(created time.Time) bool {
+func (t *Tally) countsLog(created time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.log.IsZero() {
