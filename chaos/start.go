@@ -99,14 +99,8 @@ func (r *run) startSandbox(ctx context.Context) error {
 	args := []string{"sandbox", "--listen", "127.0.0.1:0", "--seed", strconv.FormatInt(c.Seed, 10),
 		"--search-time", c.SearchTime.String(), "--slow-search-time", c.SlowSearchTime.String(),
 		"--replay-window", c.ReplayWindow.String(), "--retry-after", "1s"} // the token comes from the environment
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"fault-drop-before", f.DropBeforeSearch}, {"fault-drop-after", f.DropAfterSearch}, {"fault-502", f.GatewayPage502},
-		{"fault-504", f.GatewayPage504}, {"fault-slow", f.SlowSearch}, {"fault-408", f.Timeout408}, {"fault-424", f.Failed424},
-		{"fault-503", f.Unavailable503}, {"fault-billing-503", f.BillingUnavailable503}, {"fault-early-expiry", f.EarlyExpiry},
-		{"fault-429", f.RateLimited429}, {"fault-zero-results", f.ZeroResults}} {
-		args = append(args, "--"+p.name, strconv.FormatFloat(p.v, 'g', -1, 64))
+	for _, p := range f.Flags() {
+		args = append(args, "--"+p.Name, strconv.FormatFloat(*p.P, 'g', -1, 64))
 	}
 	p, url, err := r.launch(ctx, "sandbox", args, firstURL("http://"))
 	if err != nil {

@@ -93,17 +93,8 @@ func chaosFlags(stderr io.Writer) (*flag.FlagSet, *chaos.Config, *string, *bool)
 	fs.DurationVar(&cfg.AckWait, "ack-wait", cfg.AckWait, "ack wait of the work and intake consumers")
 	fs.DurationVar(&cfg.BaseDelay, "base-delay", cfg.BaseDelay, "first backoff ceiling")
 	fs.DurationVar(&cfg.MaxDelay, "max-delay", cfg.MaxDelay, "largest backoff")
-	f := &cfg.Faults
-	for _, p := range []struct {
-		v    *float64
-		name string
-	}{
-		{&f.DropBeforeSearch, "fault-drop-before"}, {&f.DropAfterSearch, "fault-drop-after"}, {&f.GatewayPage502, "fault-502"},
-		{&f.GatewayPage504, "fault-504"}, {&f.SlowSearch, "fault-slow"}, {&f.Timeout408, "fault-408"}, {&f.Failed424, "fault-424"},
-		{&f.Unavailable503, "fault-503"}, {&f.BillingUnavailable503, "fault-billing-503"}, {&f.EarlyExpiry, "fault-early-expiry"},
-		{&f.RateLimited429, "fault-429"}, {&f.ZeroResults, "fault-zero-results"},
-	} {
-		fs.Float64Var(p.v, p.name, *p.v, "sandbox fault probability (see serpent sandbox -h)")
+	for _, p := range cfg.Faults.Flags() {
+		fs.Float64Var(p.P, p.Name, *p.P, "sandbox fault probability: "+p.Help)
 	}
 	fs.BoolVar(&cfg.Naive, "naive", cfg.Naive, "also run the naive worker (a fresh key per delivery) under the same faults, for comparison")
 	fs.IntVar(&cfg.NaiveJobs, "naive-jobs", cfg.NaiveJobs, "jobs of the naive comparison")

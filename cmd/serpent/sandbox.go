@@ -38,27 +38,8 @@ func sandboxFlags(stderr io.Writer) (fs *flag.FlagSet, cfg *sandbox.Config, list
 	fs.DurationVar(&cfg.BillingDelay, "billing-delay", sandbox.DefaultBillingDelay, "how long after its search ends a search hit by the billing-late fault is charged")
 	fs.IntVar(&cfg.FreePages, "free-pages", 0, "free pages of the account, used before any page is billed")
 	fs.Int64Var(&cfg.PriceMicros, "price-micros", sandbox.DefaultPriceMicros, "price of one billed page, in micro-dollars")
-	f := &cfg.Faults
-	for _, p := range []struct {
-		v    *float64
-		name string
-		help string
-	}{
-		{&f.DropBeforeSearch, "fault-drop-before", "close the connection before the search runs (nothing runs)"},
-		{&f.DropAfterSearch, "fault-drop-after", "run (and bill) the search, then close the connection without a reply"},
-		{&f.GatewayPage502, "fault-502", "answer an HTML 502 gateway page before the search runs (nothing runs)"},
-		{&f.GatewayPage504, "fault-504", "run (and bill) the search, then answer an HTML 504 gateway page"},
-		{&f.SlowSearch, "fault-slow", "make the search take --slow-search-time"},
-		{&f.Timeout408, "fault-408", "fail the search with 408 search_timeout (not billed, replayed to the key)"},
-		{&f.Failed424, "fault-424", "fail the search with 424 upstream_failed (not billed, replayed to the key)"},
-		{&f.Unavailable503, "fault-503", "fail the search with 503 service_unavailable (not billed, replayed to the key)"},
-		{&f.BillingUnavailable503, "fault-billing-503", "run and bill the search, answer 503 billing_unavailable; a resend replays the 200"},
-		{&f.BillingLate, "fault-billing-late", "run the search, answer 503 billing_unavailable, charge it only --billing-delay later; resends get the 503 until then, the 200 after"},
-		{&f.EarlyExpiry, "fault-early-expiry", "drop the cached response as soon as the search finishes"},
-		{&f.RateLimited429, "fault-429", "answer 429 rate_limited with Retry-After to a fresh key (nothing runs)"},
-		{&f.ZeroResults, "fault-zero-results", "return zero results (free)"},
-	} {
-		fs.Float64Var(p.v, p.name, 0, "probability (0..1): "+p.help)
+	for _, p := range cfg.Faults.Flags() {
+		fs.Float64Var(p.P, p.Name, 0, "probability (0..1): "+p.Help)
 	}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent sandbox [flags]

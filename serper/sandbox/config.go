@@ -71,6 +71,38 @@ type Faults struct {
 	RateLimited429        float64 `json:"rateLimited429,omitempty"`
 	ZeroResults           float64 `json:"zeroResults,omitempty"`
 	BillingLate           float64 `json:"billingLate,omitempty"`
+	FrontDoor             float64 `json:"frontDoor,omitempty"`
+	LostRecord            float64 `json:"lostRecord,omitempty"`
+}
+
+// FaultFlag is one fault as serpent sandbox's command line names it.
+type FaultFlag struct {
+	Name string   // the flag, without its dashes: fault-408
+	Help string   // what the fault does
+	P    *float64 // the probability it sets
+}
+
+// Flags lists the faults as command-line flags, each setting its
+// probability in f: serpent sandbox declares them, and serpent chaos
+// declares them too and passes them on.
+func (f *Faults) Flags() []FaultFlag {
+	return []FaultFlag{
+		{"fault-drop-before", "close the connection before the search runs (nothing runs)", &f.DropBeforeSearch},
+		{"fault-drop-after", "run (and bill) the search, then close the connection without a reply", &f.DropAfterSearch},
+		{"fault-502", "answer an HTML 502 gateway page before the search runs (nothing runs)", &f.GatewayPage502},
+		{"fault-504", "run (and bill) the search, then answer an HTML 504 gateway page", &f.GatewayPage504},
+		{"fault-slow", "make the search take --slow-search-time", &f.SlowSearch},
+		{"fault-408", "fail the search with 408 search_timeout (not billed, replayed to the key)", &f.Timeout408},
+		{"fault-424", "fail the search with 424 upstream_failed (not billed, replayed to the key)", &f.Failed424},
+		{"fault-503", "fail the search with 503 service_unavailable (not billed, replayed to the key)", &f.Unavailable503},
+		{"fault-billing-503", "run and bill the search, answer 503 billing_unavailable; a resend replays the 200", &f.BillingUnavailable503},
+		{"fault-billing-late", "run the search, answer 503 billing_unavailable, charge it only --billing-delay later; resends get the 503 until then, the 200 after", &f.BillingLate},
+		{"fault-early-expiry", "drop the cached response as soon as the search finishes", &f.EarlyExpiry},
+		{"fault-429", "answer 429 rate_limited with Retry-After to a fresh key (nothing runs)", &f.RateLimited429},
+		{"fault-zero-results", "return zero results (free)", &f.ZeroResults},
+		{"fault-front-door", "answer 503, 408, 424 or 429 before the key is looked up, to any request (nothing runs, not replayed)", &f.FrontDoor},
+		{"fault-lost-record", "lose a billed key's record: a resend runs the search again and bills it again, not replayed", &f.LostRecord},
+	}
 }
 
 // probabilities lists the faults by kind, for validation and clamping.
@@ -81,7 +113,7 @@ func (f *Faults) probabilities() map[FaultKind]*float64 {
 		FaultSlowSearch: &f.SlowSearch, FaultTimeout408: &f.Timeout408, FaultFailed424: &f.Failed424,
 		FaultUnavailable503: &f.Unavailable503, FaultBillingUnavailable503: &f.BillingUnavailable503,
 		FaultEarlyExpiry: &f.EarlyExpiry, FaultRateLimited429: &f.RateLimited429, FaultZeroResults: &f.ZeroResults,
-		FaultBillingLate: &f.BillingLate,
+		FaultBillingLate: &f.BillingLate, FaultFrontDoor: &f.FrontDoor, FaultLostRecord: &f.LostRecord,
 	}
 }
 

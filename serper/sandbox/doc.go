@@ -98,11 +98,24 @@
 //     It is drawn from a source of its own (seeded from Seed), so switching
 //     it on leaves every other fault of a seeded run where it was; its
 //     probability is 0 unless set.
+//   - FrontDoor: checked on every search request after authentication,
+//     before the key is looked up. A confirmed JSON error of the API (503
+//     service_unavailable, 408 search_timeout, 424 upstream_failed or 429
+//     rate_limited with Retry-After, drawn evenly) with a request id of
+//     its own, never replayed. Nothing runs and nothing is recorded, also
+//     for a resend of a key that already bought. It speaks only of this
+//     request. Drawn from a source of its own.
+//   - LostRecord: a request for a finished, billed key whose response is
+//     still cached or already gone finds the key's record lost. The API
+//     runs the search again, bills it again and answers 200 without the
+//     replay header: the API's own double purchase. The run always has
+//     results; its reply is lost with DropAfterSearch's probability. Drawn
+//     from a source of its own.
 //
 // The faults after the search (BillingUnavailable503, BillingLate,
 // DropAfterSearch, GatewayPage504) only alter the reply to the request that
 // started the execution (and BillingLate the time of its charge); none of
-// them ever causes a second execution of a known key.
+// them ever causes a second execution of a known key; only LostRecord does.
 // SetFaults changes the probabilities of a running server, which lets a test
 // walk one key through several faults in turn; SetSearchTime changes how
 // long the searches that start from then on run.

@@ -9,12 +9,18 @@ import (
 // startLocked records key as running and starts its execution. The caller
 // holds s.mu, so the fault plan and the request id follow request order.
 func (s *Server) startLocked(key, bodySum string, params searchParams) *keyRecord {
+	return s.runLocked(key, bodySum, params, s.dice.plan(s.cfg.Faults))
+}
+
+// runLocked records key as running and starts an execution of it with the
+// given fault plan. The caller holds s.mu.
+func (s *Server) runLocked(key, bodySum string, params searchParams, p plan) *keyRecord {
 	rec := &keyRecord{
 		key:       key,
 		bodySum:   bodySum,
 		firstAt:   s.now(),
 		requestID: s.nextRequestIDLocked(),
-		plan:      s.dice.plan(s.cfg.Faults),
+		plan:      p,
 		done:      make(chan struct{}),
 	}
 	s.keys[key] = rec

@@ -8,8 +8,8 @@ import (
 // FaultKind names a fault in Stats.Faults.
 type FaultKind string
 
-// The faults, in the order they are drawn (BillingLate last, from a source
-// of its own).
+// The faults, in the order they are drawn (BillingLate, FrontDoor and
+// LostRecord last, each from a source of its own).
 const (
 	FaultDropBeforeSearch      FaultKind = "drop_before_search"
 	FaultGatewayPage502        FaultKind = "gateway_page_502"
@@ -24,28 +24,36 @@ const (
 	FaultGatewayPage504        FaultKind = "gateway_page_504"
 	FaultEarlyExpiry           FaultKind = "early_expiry"
 	FaultBillingLate           FaultKind = "billing_late"
+	FaultFrontDoor             FaultKind = "front_door"
+	FaultLostRecord            FaultKind = "lost_record"
 )
 
 // FaultKinds lists every fault kind in draw order.
 func FaultKinds() []FaultKind {
 	return []FaultKind{FaultDropBeforeSearch, FaultGatewayPage502, FaultRateLimited429, FaultSlowSearch,
 		FaultTimeout408, FaultFailed424, FaultUnavailable503, FaultZeroResults,
-		FaultBillingUnavailable503, FaultDropAfterSearch, FaultGatewayPage504, FaultEarlyExpiry, FaultBillingLate}
+		FaultBillingUnavailable503, FaultDropAfterSearch, FaultGatewayPage504, FaultEarlyExpiry, FaultBillingLate,
+		FaultFrontDoor, FaultLostRecord}
 }
 
 // dice draws faults from seeded sources. Every draw consumes one number
 // whatever the probability, so the sequence for a seed does not depend on
-// which faults are switched on. BillingLate, added after the others, draws
-// from a source of its own (seeded from the same seed), so the draws of
-// the other faults are what they were before it existed. Callers hold the
+// which faults are switched on. BillingLate, FrontDoor and LostRecord draw
+// from sources of their own (seeded from the same seed), so switching one
+// on leaves the draws of the others where they were. Callers hold the
 // server's lock.
-type dice struct{ rng, late *rand.Rand }
+type dice struct{ rng, late, front, lost *rand.Rand }
 
-// lateSeed sets the BillingLate source apart from the main one.
-const lateSeed = 0x6c617465 // "late"
+// Seeds that set the sources of the later faults apart from the main one.
+const (
+	lateSeed  = 0x6c617465 // "late"
+	frontSeed = 0x66726e74 // "frnt"
+	lostSeed  = 0x6c6f7374 // "lost"
+)
 
 func newDice(seed int64) dice {
-	return dice{rng: rand.New(rand.NewSource(seed)), late: rand.New(rand.NewSource(seed ^ lateSeed))}
+	src := func(x int64) *rand.Rand { return rand.New(rand.NewSource(seed ^ x)) }
+	return dice{rng: src(0), late: src(lateSeed), front: src(frontSeed), lost: src(lostSeed)}
 }
 
 func (d dice) roll(p float64) bool { return d.rng.Float64() < p }
@@ -114,4 +122,37 @@ func (p plan) String() string {
 		return "none"
 	}
 	return strings.Join(names, ",")
+}
+
+// frontDoorErrors are what FrontDoor answers: confirmed errors of the API
+// that come before the key is looked up.
+var frontDoorErrors = []struct {
+	status int
+	code   string
+	msg    string
+}{
+	{503, "service_unavailable", "the search service is unavailable; try again later"},
+	{408, "search_timeout", "the request timed out before the search started"},
+	{424, "upstream_failed", "a dependency failed before the search started"},
+	{429, "rate_limited", "too many requests; retry after the delay"},
+}
+
+// frontDoor draws whether a request gets a front-door error, and which:
+// an index into frontDoorErrors, or -1.
+func (d dice) frontDoor(f Faults) int {
+	hit := d.front.Float64() < f.FrontDoor
+	i := d.front.Intn(len(frontDoorErrors))
+	if !hit {
+		return -1
+	}
+	return i
+}
+
+// lostRecord draws whether a request for a known, billed key finds the
+// key's record lost, and if so whether the run it starts loses its reply
+// (as DropAfterSearch does).
+func (d dice) lostRecord(f Faults) (lost, dropAfter bool) {
+	lost = d.lost.Float64() < f.LostRecord
+	dropAfter = d.lost.Float64() < f.DropAfterSearch
+	return lost, dropAfter
 }

@@ -166,3 +166,67 @@ func TestBillingLateDrawsApart(t *testing.T) {
 	require.NotZero(t, changed)
 	require.NotZero(t, kept)
 }
+
+// TestFrontDoor: every front-door error comes before the key is looked
+// up, also for a key that already bought: nothing runs, nothing is
+// replayed, and the key's first response is still there afterwards.
+func TestFrontDoor(t *testing.T) {
+	e := setup(t, sandbox.Config{RetryAfter: time.Second})
+	key := uuid.NewString()
+	first := e.search(key, espresso)
+	require.NoError(t, first.err)
+	require.Equal(t, http.StatusOK, first.status)
+
+	e.srv.SetFaults(sandbox.Faults{FrontDoor: 1})
+	seen := map[int]bool{}
+	for i := 0; i < 40; i++ {
+		r := e.search(key, espresso)
+		require.NoError(t, r.err)
+		seen[r.status] = true
+		require.Empty(t, r.header.Get("Idempotent-Replayed"), "a front-door error is not a replay")
+		require.NotEmpty(t, r.errorField(t, "requestId"), "it is the API's own answer")
+		if r.status == http.StatusTooManyRequests {
+			require.Equal(t, "1", r.header.Get("Retry-After"))
+		}
+	}
+	require.Equal(t, map[int]bool{408: true, 424: true, 429: true, 503: true}, seen)
+	st := e.srv.Stats()
+	require.Equal(t, 1, st.Executions, "nothing ran again")
+	require.Equal(t, 1, st.Charges)
+	require.Equal(t, 40, st.Faults[sandbox.FaultFrontDoor])
+
+	e.srv.SetFaults(sandbox.Faults{})
+	again := e.search(key, espresso)
+	require.Equal(t, http.StatusOK, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+}
+
+// TestLostRecord: a resend of a billed key whose record the API lost runs
+// the search again and bills it again, without the replay header.
+func TestLostRecord(t *testing.T) {
+	e := setup(t, sandbox.Config{})
+	key := uuid.NewString()
+	first := e.search(key, espresso)
+	require.Equal(t, http.StatusOK, first.status)
+
+	e.srv.SetFaults(sandbox.Faults{LostRecord: 1})
+	again := e.search(key, espresso)
+	require.NoError(t, again.err)
+	require.Equal(t, http.StatusOK, again.status)
+	require.Empty(t, again.header.Get("Idempotent-Replayed"))
+	require.NotEqual(t, first.json(t)["requestId"], again.json(t)["requestId"], "a second execution")
+
+	st := e.srv.Stats()
+	require.Equal(t, 2, st.Executions)
+	require.Equal(t, 2, st.ChargesPerKey[key], "billed twice under one key")
+	require.Equal(t, 1, st.Faults[sandbox.FaultLostRecord])
+	require.Len(t, e.ledger("idempotencyKey="+key), 2)
+
+	// An unbilled key has nothing to lose: a zero-result search replays.
+	zero := uuid.NewString()
+	e.srv.SetFaults(sandbox.Faults{})
+	require.Equal(t, http.StatusOK, e.search(zero, `{"query":"`+sandbox.ZeroResultsPrefix+` x"}`).status)
+	e.srv.SetFaults(sandbox.Faults{LostRecord: 1})
+	r := e.search(zero, `{"query":"`+sandbox.ZeroResultsPrefix+` x"}`)
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+}

@@ -55,6 +55,25 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		s.invalid(w, &invalidRequest{fields: []string{"body"}, reasons: []string{"body is over 64 KiB"}})
 		return
 	}
+	s.mu.Lock()
+	front := s.dice.frontDoor(s.cfg.Faults)
+	s.countFaultIf(front >= 0, FaultFrontDoor)
+	var id string
+	if front >= 0 {
+		id = s.nextRequestIDLocked()
+	}
+	s.mu.Unlock()
+	if front >= 0 {
+		fe := frontDoorErrors[front]
+		s.answered(r, fe.status, "fault: front-door error before the key lookup")
+		reply := errorReply(fe.status, fe.code, fe.msg, id, nil)
+		if fe.status == http.StatusTooManyRequests {
+			writeRateLimited(w, reply, int(math.Ceil(s.cfg.RetryAfter.Seconds())))
+			return
+		}
+		reply.write(w, false)
+		return
+	}
 	sum := sha256.Sum256(body)
 	s.serveKey(w, r, key, hex.EncodeToString(sum[:]), body)
 }
@@ -67,6 +86,12 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, key, bodySum s
 	rec, state := s.lookupLocked(key, now)
 	if rec != nil && rec.bodySum != bodySum {
 		s.stats.BodyViolations++
+	}
+	if (state == keyReplay || state == keyReplayUnavailable) && rec.billed {
+		if lost, dropAfter := s.dice.lostRecord(s.cfg.Faults); lost {
+			s.rerunLocked(w, r, rec, dropAfter, body)
+			return
+		}
 	}
 	switch state {
 	case keyRunning:
@@ -120,6 +145,29 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, key, bodySum s
 		return
 	}
 	rec = s.startLocked(key, bodySum, params)
+	s.mu.Unlock()
+	s.awaitExecution(w, r, rec)
+}
+
+// rerunLocked plays the LostRecord fault: the API lost the record of a
+// billed key, runs its search again and bills it again, without the
+// replay header. The run always has results and is billed; dropAfter
+// loses its reply. The caller holds s.mu; rerunLocked releases it.
+func (s *Server) rerunLocked(w http.ResponseWriter, r *http.Request, old *keyRecord, dropAfter bool, body []byte) {
+	params, bad := parseSearch(r.Header.Get("Content-Type"), body)
+	if bad != nil {
+		s.mu.Unlock()
+		s.answered(r, http.StatusUnprocessableEntity, bad.Error())
+		s.invalid(w, bad)
+		return
+	}
+	if s.closed {
+		s.mu.Unlock()
+		drop(w)
+		return
+	}
+	s.countFaultIf(true, FaultLostRecord)
+	rec := s.runLocked(old.key, old.bodySum, params, plan{dropAfter: dropAfter})
 	s.mu.Unlock()
 	s.awaitExecution(w, r, rec)
 }
