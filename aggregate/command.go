@@ -25,12 +25,22 @@ type ScheduleCommand struct {
 	Country  string `json:"country"`
 	Language string `json:"language"`
 	Device   string `json:"device"`
-	// Limit is the number of results, 1 to 100; 0 means 10.
-	Limit int `json:"limit,omitempty"`
+	// Limit is the number of results, 1 to 100. Absent (nil, or JSON
+	// null) means DefaultLimit; 0 is refused, not taken for the default.
+	Limit *int `json:"limit,omitempty"`
 	// Account names the API account to buy with; "" is the default.
 	Account string `json:"account,omitempty"`
 	// Priority is "high" or "normal" (the default).
 	Priority string `json:"priority,omitempty"`
+}
+
+// LimitOf is a command's limit of n results; 0 is none given (the
+// default).
+func LimitOf(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
 }
 
 // Command limits.
@@ -101,23 +111,34 @@ func (c ScheduleCommand) Canonical() (ScheduleCommand, time.Time, error) {
 		bad("query", "is %d bytes long, the limit is %d", len(c.Query), MaxQueryLen)
 	}
 	c.Country = strings.ToUpper(strings.TrimSpace(c.Country))
-	if !isLetters(c.Country, 2) {
+	switch {
+	case c.Country == "":
+		bad("country", "is required (a two-letter ISO 3166 country code such as US)")
+	case !isLetters(c.Country, 2):
 		bad("country", "%s is not a two-letter ISO 3166 country code such as US", quoted(c.Country))
 	}
 	c.Language = strings.ToLower(strings.TrimSpace(c.Language))
-	if !isLetters(c.Language, 2) {
+	switch {
+	case c.Language == "":
+		bad("language", "is required (a two-letter ISO 639-1 language code such as en)")
+	case !isLetters(c.Language, 2):
 		bad("language", "%s is not a two-letter ISO 639-1 language code such as en", quoted(c.Language))
 	}
 	c.Device = strings.ToLower(strings.TrimSpace(c.Device))
-	if c.Device != "desktop" && c.Device != "mobile" {
+	switch {
+	case c.Device == "":
+		bad("device", "is required (desktop or mobile)")
+	case c.Device != "desktop" && c.Device != "mobile":
 		bad("device", "%s is not desktop or mobile", quoted(c.Device))
 	}
-	if c.Limit == 0 {
-		c.Limit = DefaultLimit
+	limit := DefaultLimit
+	if c.Limit != nil {
+		limit = *c.Limit
 	}
-	if c.Limit < 1 || c.Limit > MaxLimit {
-		bad("limit", "%d is outside 1..%d", c.Limit, MaxLimit)
+	if limit < 1 || limit > MaxLimit {
+		bad("limit", "%d is outside 1..%d (leave it out for %d)", limit, MaxLimit, DefaultLimit)
 	}
+	c.Limit = &limit
 	c.Account = strings.TrimSpace(c.Account)
 	if c.Account != "" && events.ValidateJobID(c.Account) != nil {
 		bad("account", "%s is not a name of [a-z0-9_-], at most 64 characters", quoted(c.Account))
@@ -153,7 +174,11 @@ const (
 
 // SearchContext is the command's search, as sent to the API.
 func (c ScheduleCommand) SearchContext() events.SearchContext {
-	return events.SearchContext{Query: c.Query, Country: c.Country, Language: c.Language, Device: c.Device, Limit: c.Limit}
+	limit := DefaultLimit
+	if c.Limit != nil {
+		limit = *c.Limit
+	}
+	return events.SearchContext{Query: c.Query, Country: c.Country, Language: c.Language, Device: c.Device, Limit: limit}
 }
 
 // NewSchedule validates a command and turns it into the Schedule input:

@@ -11,7 +11,7 @@ import (
 )
 
 func TestScheduleCommandValidation(t *testing.T) {
-	good := aggregate.ScheduleCommand{Slot: "2026-12-02T14:00:00Z", Query: "espresso scale", Country: "US", Language: "en", Device: "mobile", Limit: 10}
+	good := aggregate.ScheduleCommand{Slot: "2026-12-02T14:00:00Z", Query: "espresso scale", Country: "US", Language: "en", Device: "mobile", Limit: aggregate.LimitOf(10)}
 	tests := []struct {
 		name   string
 		mutate func(*aggregate.ScheduleCommand)
@@ -27,10 +27,10 @@ func TestScheduleCommandValidation(t *testing.T) {
 		{"country", func(c *aggregate.ScheduleCommand) { c.Country = "USA" }, []string{"country"}},
 		{"language", func(c *aggregate.ScheduleCommand) { c.Language = "english" }, []string{"language"}},
 		{"device", func(c *aggregate.ScheduleCommand) { c.Device = "tablet" }, []string{"device"}},
-		{"limit", func(c *aggregate.ScheduleCommand) { c.Limit = 101 }, []string{"limit"}},
+		{"limit", func(c *aggregate.ScheduleCommand) { c.Limit = aggregate.LimitOf(101) }, []string{"limit"}},
 		{"priority", func(c *aggregate.ScheduleCommand) { c.Priority = "urgent" }, []string{"priority"}},
 		{"account", func(c *aggregate.ScheduleCommand) { c.Account = "Main Account" }, []string{"account"}},
-		{"everything", func(c *aggregate.ScheduleCommand) { *c = aggregate.ScheduleCommand{Limit: -1} },
+		{"everything", func(c *aggregate.ScheduleCommand) { *c = aggregate.ScheduleCommand{Limit: aggregate.LimitOf(-1)} },
 			[]string{"slot", "query", "country", "language", "device", "limit"}},
 	}
 	for _, tt := range tests {
@@ -84,7 +84,7 @@ func TestJobIDIsTheObservation(t *testing.T) {
 	same := base
 	same.Slot = "2026-12-02T15:00:00+01:00"
 	same.Query = "  espresso   scale "
-	same.Country, same.Language, same.Device, same.Limit = "us", "EN", "Mobile", 10
+	same.Country, same.Language, same.Device, same.Limit = "us", "EN", "Mobile", aggregate.LimitOf(10)
 	same.Priority, same.Account = "high", "team-b"
 	require.Equal(t, a.JobID, sched(same).JobID, "the same slot and search in other spellings is the same job")
 
@@ -94,7 +94,7 @@ func TestJobIDIsTheObservation(t *testing.T) {
 		"country":   func(c *aggregate.ScheduleCommand) { c.Country = "GB" },
 		"language":  func(c *aggregate.ScheduleCommand) { c.Language = "de" },
 		"device":    func(c *aggregate.ScheduleCommand) { c.Device = "desktop" },
-		"limit":     func(c *aggregate.ScheduleCommand) { c.Limit = 20 },
+		"limit":     func(c *aggregate.ScheduleCommand) { c.Limit = aggregate.LimitOf(20) },
 	} {
 		c := base
 		mutate(&c)

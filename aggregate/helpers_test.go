@@ -53,7 +53,7 @@ func newJobWith(t *testing.T, p events.RetryPolicy) *job {
 	t.Helper()
 	j := &job{t: t, d: aggregate.Decider{Table: aggregate.DefaultTable()}, ids: &seqIDs{}, now: t0}
 	sched, err := aggregate.NewSchedule(aggregate.ScheduleCommand{
-		Slot: t0.Format(time.RFC3339), Query: "espresso scale", Country: "US", Language: "en", Device: "mobile", Limit: 10,
+		Slot: t0.Format(time.RFC3339), Query: "espresso scale", Country: "US", Language: "en", Device: "mobile", Limit: aggregate.LimitOf(10),
 	}, p, "test")
 	require.NoError(t, err)
 	j.must(sched)

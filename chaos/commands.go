@@ -31,7 +31,7 @@ func commands(cfg Config, start time.Time, r *rand.Rand) []command {
 			Query:   fmt.Sprintf("chaos %d %d observation %d", cfg.Seed, start.Unix(), i),
 			Country: "US", Language: "en", Device: []string{"desktop", "mobile"}[r.IntN(2)]}
 		if r.IntN(20) == 0 {
-			c.Limit = 20
+			c.Limit = aggregate.LimitOf(20)
 		}
 		payload, _ := json.Marshal(c)
 		job := JobOf(payload)

@@ -50,7 +50,7 @@ type Definition struct {
 // Command is the schedule command of one slot.
 func (d Definition) Command(slot time.Time) aggregate.ScheduleCommand {
 	return aggregate.ScheduleCommand{Slot: slot.UTC().Format(time.RFC3339Nano), Query: d.Query, Country: d.Country,
-		Language: d.Language, Device: d.Device, Limit: d.Limit, Account: d.Account, Priority: d.Priority}
+		Language: d.Language, Device: d.Device, Limit: aggregate.LimitOf(d.Limit), Account: d.Account, Priority: d.Priority}
 }
 
 // Canonical validates a definition and returns it normalised (search
@@ -85,7 +85,7 @@ func (d Definition) Canonical(loc *time.Location, created time.Time) (Definition
 			}
 		}
 	}
-	d.Query, d.Country, d.Language, d.Device, d.Limit = cmd.Query, cmd.Country, cmd.Language, cmd.Device, cmd.Limit
+	d.Query, d.Country, d.Language, d.Device, d.Limit = cmd.Query, cmd.Country, cmd.Language, cmd.Device, cmd.SearchContext().Limit
 	d.Account, d.Priority = cmd.Account, cmd.Priority
 	if !d.Start.IsZero() {
 		d.Start = d.Start.UTC()

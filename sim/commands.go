@@ -54,7 +54,7 @@ func commands(cfg Config, start time.Time) []*command {
 			query = sandbox.ZeroResultsPrefix + " " + query
 		}
 		c := aggregate.ScheduleCommand{Slot: slot.Format(time.RFC3339), Query: query, Country: "US",
-			Language: "en", Device: []string{"desktop", "mobile"}[r.IntN(2)], Limit: limits[r.IntN(len(limits))]}
+			Language: "en", Device: []string{"desktop", "mobile"}[r.IntN(2)], Limit: aggregate.LimitOf(limits[r.IntN(len(limits))])}
 		payload, _ := json.Marshal(c)
 		job := jobOf(payload)
 		out = append(out, &command{subject: snats.ScheduleSubject, payload: payload, publishAt: publish(slot), job: job})

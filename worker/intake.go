@@ -80,6 +80,10 @@ func decodeCommand(data []byte) (aggregate.ScheduleCommand, error) {
 		// The decoder would replace the bad bytes, and buy another search.
 		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is not valid UTF-8"}
 	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		// The decoder takes null for an empty command.
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is null, not a JSON schedule command"}
+	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {

@@ -255,3 +255,50 @@ func TestStrayRecordedWhenItsRecordFailedOnce(t *testing.T) {
 	l.waitSettled(snats.StrayConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + worker.ReasonUnknownSubject: 1}, l.rejections())
 }
+
+// TestCommandsTakenForSomethingElse: input a publisher could mean in
+// another way is refused with a reason that says so, or read as the
+// README says.
+func TestCommandsTakenForSomethingElse(t *testing.T) {
+	ok := `{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`
+	reject := func(t *testing.T, payload, reason, msg string) {
+		t.Helper()
+		c, err := worker.ParseCommand([]byte(payload))
+		if err == nil {
+			_, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+		}
+		var rej *worker.RejectError
+		var ve *aggregate.ValidationError
+		switch {
+		case errors.As(err, &rej):
+			require.Equal(t, reason, rej.Reason)
+		case errors.As(err, &ve):
+			require.Equal(t, reason, ve.Reason())
+		default:
+			t.Fatalf("%s: want a rejection, got %v", payload, err)
+		}
+		require.ErrorContains(t, err, msg)
+	}
+	t.Run("null", func(t *testing.T) { reject(t, "null", worker.ReasonMalformed, "null") })
+	t.Run("limit 0", func(t *testing.T) {
+		reject(t, strings.Replace(ok, `}`, `,"limit":0}`, 1), "invalid_limit", "0 is outside 1..100")
+	})
+	t.Run("missing country", func(t *testing.T) {
+		reject(t, strings.Replace(ok, `"country":"US",`, "", 1), "invalid_country", "country: is required")
+	})
+	t.Run("missing device", func(t *testing.T) {
+		reject(t, strings.Replace(ok, `,"device":"mobile"`, "", 1), "invalid_device", "device: is required")
+	})
+	t.Run("limit null is the default", func(t *testing.T) {
+		job := func(payload string) aggregate.Schedule {
+			c, err := worker.ParseCommand([]byte(payload))
+			require.NoError(t, err)
+			s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+			require.NoError(t, err)
+			return s
+		}
+		withNull := job(strings.Replace(ok, `}`, `,"limit":null}`, 1))
+		require.Equal(t, job(ok).JobID, withNull.JobID, "null is no limit given")
+		require.Equal(t, aggregate.DefaultLimit, withNull.Search.Limit)
+	})
+}

@@ -31,7 +31,7 @@ func runSchedule(ctx context.Context, args []string, env func(string) string, st
 	fs.StringVar(&c.Country, "country", "US", "two-letter country code")
 	fs.StringVar(&c.Language, "language", "en", "two-letter language code")
 	fs.StringVar(&c.Device, "device", "desktop", "desktop or mobile")
-	fs.IntVar(&c.Limit, "limit", aggregate.DefaultLimit, "number of results, 1 to 100")
+	limit := fs.Int("limit", aggregate.DefaultLimit, "number of results, 1 to 100")
 	fs.StringVar(&c.Account, "account", "", "API account to buy with (default account if empty)")
 	fs.StringVar(&c.Priority, "priority", "", "high or normal")
 	file := fs.String("f", "", "publish this file's JSON command as is (- for stdin) instead of the flags")
@@ -89,6 +89,7 @@ Flags:
 		if c.Slot == "" {
 			c.Slot = time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
 		}
+		c.Limit = limit // as given: --limit 0 is refused, not taken for the default
 		b, err := json.Marshal(c)
 		if err != nil {
 			return err
