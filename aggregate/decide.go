@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
@@ -198,7 +199,7 @@ func (b *emitter) outcome(t Table, in Outcome) error {
 	switch rule.Action {
 	case ActionStore:
 		b.add(events.ObservationStored{Key: in.Key, RequestID: in.RequestID, Replayed: in.Replayed,
-			Pages: in.Pages, Result: in.Result})
+			Pages: in.Pages, Result: in.Result, CheckCharges: Unproven(in.Try, in.Replayed)})
 	case ActionFail:
 		b.add(events.JobFailed{Reason: ReasonAPIError, Key: in.Key, Status: in.Status, Code: in.Code,
 			Message: in.Message, RequestID: in.RequestID})
@@ -247,6 +248,9 @@ func (b *emitter) rotate(old Attempt, reason string, next time.Time) {
 }
 
 func (b *emitter) ledger(in LedgerAnswer) error {
+	if b.s.CheckPending {
+		return b.checkCharges(in)
+	}
 	if err := b.live(); err != nil {
 		return err
 	}
@@ -254,17 +258,10 @@ func (b *emitter) ledger(in LedgerAnswer) error {
 	if s.Status != StatusReconciling {
 		return ErrNotReconciling
 	}
+	if err := in.covers(s.ReconcileQuery()); err != nil {
+		return err
+	}
 	q := s.ReconcileQuery()
-	for _, k := range q.Keys {
-		if !contains(in.Keys, k) {
-			return invalid("the ledger answer does not cover key %s", k)
-		}
-	}
-	for _, id := range q.RequestIDs {
-		if !contains(in.RequestIDs, id) {
-			return invalid("the ledger answer does not cover request id %s", id)
-		}
-	}
 	charges := s.charges(in.Entries)
 	if settled := s.Settled(); len(charges) == 0 && b.now.Before(settled) {
 		// A search the last send started may still be running, and is
@@ -322,6 +319,58 @@ func (b *emitter) ledger(in LedgerAnswer) error {
 	return nil
 }
 
+// covers checks that the answer looked up every key and request id of q.
+func (in LedgerAnswer) covers(q ReconcileQuery) error {
+	for _, k := range q.Keys {
+		if !contains(in.Keys, k) {
+			return invalid("the ledger answer does not cover key %s", k)
+		}
+	}
+	for _, id := range q.RequestIDs {
+		if !contains(in.RequestIDs, id) {
+			return invalid("the ledger answer does not cover request id %s", id)
+		}
+	}
+	return nil
+}
+
+// checkCharges records what the billing ledger holds for a stored key
+// the log cannot prove bought once (ObservationStored.CheckCharges): one
+// charge (or none) confirms the purchase, more are a double charge the
+// API made under the key.
+func (b *emitter) checkCharges(in LedgerAnswer) error {
+	s := b.s
+	if settled := s.Settled(); b.now.Before(settled) {
+		return &NotSettledError{Until: settled}
+	}
+	q := s.ReconcileQuery()
+	if err := in.covers(q); err != nil {
+		return err
+	}
+	var charges []events.LedgerEntry
+	for _, e := range s.charges(in.Entries) {
+		if e.Key == q.Keys[0] || contains(q.RequestIDs, e.RequestID) {
+			charges = append(charges, e)
+		}
+	}
+	c := events.ChargesChecked{Key: s.Result.Key, RequestIDs: q.RequestIDs, Entries: charges, Charges: len(charges),
+		Verdict: VerdictConfirmed}
+	if len(charges) > 1 {
+		c.Verdict = VerdictDoubleCharge
+	}
+	b.add(c)
+	return nil
+}
+
+// Unproven reports whether a result accepted on a key's try-th send may
+// not be the key's only execution. The first send starts the only one.
+// A replay on the second send replays the first send's, the only one that
+// could have run. Any other resend may have met an API that lost the
+// key's record and ran it again, behind an answer that was lost.
+func Unproven(try int, replayed bool) bool {
+	return try > 2 || try == 2 && !replayed
+}
+
 // Settled is when the billing ledger can be trusted to show every charge
 // of the job: once every search its sends may have started has ended. A
 // search runs at most as long as the client waits, and the lease covers
@@ -346,9 +395,16 @@ type ReconcileQuery struct {
 	RequestIDs []string
 }
 
-// ReconcileQuery returns the look-up a reconciliation of the job needs.
+// ReconcileQuery returns the look-up a reconciliation of the job needs:
+// every key it sent and every request id it saw; for a check of its
+// stored key's charges, that key and its request ids.
 func (s State) ReconcileQuery() ReconcileQuery {
 	var q ReconcileQuery
+	if s.CheckPending && s.Result != nil {
+		if a := s.attempt(s.Result.Key); a != nil {
+			return ReconcileQuery{Keys: []string{a.Key}, RequestIDs: slices.Clone(a.RequestIDs)}
+		}
+	}
 	for _, a := range s.Attempts {
 		if a.Sent() {
 			q.Keys = append(q.Keys, a.Key)

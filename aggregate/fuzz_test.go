@@ -58,7 +58,8 @@ func FuzzDecide(f *testing.F) {
 				step(aggregate.Due{Worker: []string{"a", "b"}[arg%2]})
 			case 2, 3:
 				k := arg % len(statuses)
-				o := aggregate.Outcome{Key: key, Try: cur.Tries - arg%2, Status: statuses[k], Code: codes[k], RequestID: "r"}
+				o := aggregate.Outcome{Key: key, Try: cur.Tries - arg%2, Status: statuses[k], Code: codes[k], RequestID: "r",
+					Replayed: op == 3}
 				if o.Status == 200 {
 					o.Result = json.RawMessage(`{"requestId":"r"}`)
 				}
@@ -69,8 +70,11 @@ func FuzzDecide(f *testing.F) {
 			case 4:
 				q := s.ReconcileQuery()
 				a := aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs}
-				if arg%2 == 1 && len(q.Keys) > 0 {
+				if arg%3 >= 1 && len(q.Keys) > 0 {
 					a.Entries = []events.LedgerEntry{{RequestID: "r", Key: q.Keys[0], BilledPages: 1}}
+				}
+				if arg%3 == 2 && len(q.Keys) > 0 { // the API charged the key twice
+					a.Entries = append(a.Entries, events.LedgerEntry{RequestID: "r2", Key: q.Keys[0], BilledPages: 1})
 				}
 				step(a)
 			case 5:

@@ -89,6 +89,9 @@ func (AuthorizeRepurchase) isInput() {}
 const (
 	VerdictNotCharged = "not_charged"
 	VerdictCharged    = "charged"
+	// Verdicts of a check of a stored key's charges (ChargesChecked).
+	VerdictConfirmed    = "confirmed"     // one charge, or none
+	VerdictDoubleCharge = "double_charge" // the API charged the key more than once
 )
 
 // Reasons recorded in events.

@@ -12,8 +12,9 @@ const (
 	// reconciliation when its key may not be sent again.
 	StepSend Step = "send"
 	// StepReconcile: look ReconcileQuery up in the billing ledger and decide
-	// the LedgerAnswer. A reconciling job waits first until its last send's
-	// search must have ended (State.Settled).
+	// the LedgerAnswer. A reconciling job, or a succeeded one whose charges
+	// must be checked, waits first until its last send's search must have
+	// ended (State.Settled).
 	StepReconcile Step = "reconcile"
 	// StepDone: the job is finished.
 	StepDone Step = "done"
@@ -30,6 +31,11 @@ type Next struct {
 // the same key.
 func (s State) Next(now time.Time) Next {
 	switch {
+	case s.Exists() && s.CheckPending:
+		if settled := s.Settled(); now.Before(settled) {
+			return Next{Step: StepWait, At: settled}
+		}
+		return Next{Step: StepReconcile, At: now}
 	case !s.Exists() || s.Status.Terminal():
 		return Next{Step: StepDone}
 	case s.Status == StatusReconciling:
@@ -47,3 +53,7 @@ func (s State) Next(now time.Time) Next {
 	}
 	return Next{Step: StepSend, At: now}
 }
+
+// Finished reports whether the job needs nothing more: it is in a final
+// state and no check of its charges waits.
+func (s State) Finished() bool { return s.Status.Terminal() && !s.CheckPending }

@@ -43,20 +43,25 @@ func TestPromisesUnderRandomOutcomes(t *testing.T) {
 	}
 	t.Logf("base seed %d, %d sequences, final states %v", base, runs, stats)
 	// The mix must actually exercise every ending.
-	for _, st := range []aggregate.Status{aggregate.StatusSucceeded, aggregate.StatusFailed, aggregate.StatusChargedNoResult} {
+	for _, st := range []aggregate.Status{aggregate.StatusSucceeded, aggregate.StatusFailed, aggregate.StatusChargedNoResult,
+		"api_double_charge:" + aggregate.StatusSucceeded} {
 		if runs >= 1000 && stats[st] == 0 {
 			t.Errorf("no sequence ended %s; the generator is too narrow", st)
 		}
 	}
 }
 
-// provider models Serper.live for one job: what each key's first execution
-// did, and what the ledger holds.
+// provider models Serper.live for one job: what each key's last execution
+// did, and what the ledger holds. It also breaks its own contract in the
+// two ways an API may: a confirmed error answered before the key is looked
+// up (the front door), and a billed key's record lost, so that a resend
+// runs and bills the search again.
 type provider struct {
-	r       *rand.Rand
-	window  time.Duration
-	keys    map[string]*execution
-	charges int
+	r      *rand.Rand
+	window time.Duration
+	keys   map[string]*execution
+	// charges are the ledger's entries, by key.
+	charges map[string][]events.LedgerEntry
 }
 
 type execution struct {
@@ -71,6 +76,23 @@ type execution struct {
 func (p *provider) send(key string, now time.Time) aggregate.Outcome {
 	r := p.r
 	out := aggregate.Outcome{Key: key}
+	if r.Float64() < 0.08 {
+		fd := []aggregate.Outcome{{Status: 503, Code: "service_unavailable"}, {Status: 408, Code: "search_timeout"},
+			{Status: 424, Code: "upstream_failed"}, {Status: 429, Code: "rate_limited", RetryAfter: 5 * time.Second}}[r.IntN(4)]
+		fd.Key, fd.RequestID = key, fmt.Sprintf("fd_%d", r.Uint32())
+		return fd
+	}
+	if x := p.keys[key]; x != nil && x.billed && x.finished(now) && r.Float64() < 0.05 {
+		// The record is lost: the search runs and is billed again.
+		x = &execution{at: now, expires: now.Add(p.window), status: 200, billed: true, reqID: fmt.Sprintf("req_%d", r.Uint32())}
+		p.keys[key] = x
+		p.bill(key, x)
+		if r.Float64() < 0.3 {
+			out.Unknown = "connection" // its reply is lost too
+			return out
+		}
+		return x.reply(key, false)
+	}
 	if x := p.keys[key]; x != nil {
 		if !now.Before(x.expires) {
 			if x.billed {
@@ -115,7 +137,7 @@ func (p *provider) send(key string, now time.Time) aggregate.Outcome {
 	}
 	p.keys[key] = x
 	if x.billed {
-		p.charges++
+		p.bill(key, x)
 	}
 	switch f := r.Float64(); {
 	case f < 0.1:
@@ -128,6 +150,14 @@ func (p *provider) send(key string, now time.Time) aggregate.Outcome {
 		return aggregate.Outcome{Key: key, Status: 503, Code: "billing_unavailable", RequestID: x.reqID}
 	}
 	return x.reply(key, false)
+}
+
+// finished reports whether the execution is over at now (a search runs
+// up to 90 s).
+func (x *execution) finished(now time.Time) bool { return now.Sub(x.at) >= 90*time.Second }
+
+func (p *provider) bill(key string, x *execution) {
+	p.charges[key] = append(p.charges[key], events.LedgerEntry{RequestID: x.reqID, Key: key, Pages: 1, BilledPages: 1})
 }
 
 func (x *execution) reply(key string, replayed bool) aggregate.Outcome {
@@ -144,8 +174,7 @@ func (x *execution) reply(key string, replayed bool) aggregate.Outcome {
 func (p *provider) ledger(q aggregate.ReconcileQuery) aggregate.LedgerAnswer {
 	a := aggregate.LedgerAnswer{Keys: q.Keys, RequestIDs: q.RequestIDs}
 	for _, k := range q.Keys {
-		if x := p.keys[k]; x != nil && x.billed {
-			e := events.LedgerEntry{RequestID: x.reqID, Key: k, Pages: 1, BilledPages: 1}
+		for _, e := range p.charges[k] {
 			a.Entries = append(a.Entries, e, e) // found by key and by request id
 		}
 	}
@@ -153,13 +182,14 @@ func (p *provider) ledger(q aggregate.ReconcileQuery) aggregate.LedgerAnswer {
 }
 
 // runSequence runs one job to its end and returns its final status, or the
-// first broken promise.
+// first broken promise. The status of a job the provider charged twice
+// under one key (found live, as it must be) is prefixed api_double_charge.
 func runSequence(seed uint64) (aggregate.Status, error) {
 	r := rand.New(rand.NewPCG(seed, seed>>1|1))
 	policy := aggregate.DefaultPolicy()
 	policy.MaxKeys = 1 + r.IntN(6)
 	policy.MaxAge = events.Duration(time.Duration(5+r.IntN(600)) * time.Minute)
-	p := &provider{r: r, window: policy.ReplayWindow.D(), keys: map[string]*execution{}}
+	p := &provider{r: r, window: policy.ReplayWindow.D(), keys: map[string]*execution{}, charges: map[string][]events.LedgerEntry{}}
 	d := aggregate.Decider{Table: aggregate.DefaultTable()}
 	ids := &seqIDs{}
 	now := t0
@@ -202,8 +232,19 @@ func runSequence(seed uint64) (aggregate.Status, error) {
 			if now.After(limit) {
 				return "", fmt.Errorf("finished at %s, past its budget", now)
 			}
-			if p.charges > 1 {
-				return "", fmt.Errorf("the provider billed %d searches for one job", p.charges)
+			bought, doubled := 0, 0
+			for _, c := range p.charges {
+				bought++
+				doubled += len(c) - 1
+			}
+			if bought > 1 {
+				return "", fmt.Errorf("the provider billed %d keys of one job", bought)
+			}
+			if got := aggregate.PurchasesOf(log); got.Doubled != doubled {
+				return "", fmt.Errorf("the provider charged one key %d times more than once, the log found %d", doubled, got.Doubled)
+			}
+			if doubled > 0 {
+				return "api_double_charge:" + s.Status, nil
 			}
 			return s.Status, nil
 		case aggregate.StepWait:

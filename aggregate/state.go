@@ -45,6 +45,11 @@ type State struct {
 	Result  *events.ObservationStored
 	Failure *events.JobFailed
 	Cancel  *events.JobCancelled
+	// CheckPending: the job stored a result the log cannot prove was its
+	// key's only execution, and the billing ledger has not been asked yet
+	// (ObservationStored.CheckCharges). Checked is the answer.
+	CheckPending bool
+	Checked      *events.ChargesChecked
 }
 
 // Attempt is one key of a job and what is known of it.
@@ -209,6 +214,7 @@ func (s *State) apply(e events.Event) {
 		s.Status = StatusSucceeded
 		s.Lease = Lease{}
 		s.Result = &d
+		s.CheckPending = d.CheckCharges
 		if a := s.attempt(d.Key); a != nil {
 			a.LastClass, a.Definite = ClassSuccess, true
 			a.RequestIDs = appendNew(a.RequestIDs, d.RequestID)
@@ -224,6 +230,9 @@ func (s *State) apply(e events.Event) {
 	case events.RepurchaseAuthorized:
 		s.Repurchases++
 		s.Status = StatusRetrying
+	case events.ChargesChecked:
+		s.CheckPending = false
+		s.Checked = &d
 	}
 }
 

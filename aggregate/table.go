@@ -106,29 +106,38 @@ func (t Table) Classify(status int, code string) Rule {
 	return d
 }
 
-// Decision is the row an outcome of a key's try-th send acts on: its
-// row, except on a resend (try > 1), whose answer may speak only of this
-// request: an earlier send of the key, whose answer was lost or said "in
-// progress", may have run and been billed.
-//   - A 429 (this request did not run) keeps the key: it goes again.
-//   - A failure that is not a replay of the first execution's own (a 401
-//     after the token changed, say: the API refuses before it looks the
-//     key up) asks the billing ledger before the job fails: a charge
-//     found ends it charged_no_result, none the failure.
+// Decision is the row an outcome of a key's try-th send acts on. It is
+// the outcome's row, bent by one rule: a key is replaced only when the
+// API has shown that this key did not buy. A confirmed error shows it on
+// the key's first send, and so does an error the API replays for the key
+// (Idempotent-Replayed: true). A resend's own error does not: an earlier
+// send of the key, whose answer was lost or said "in progress", may have
+// run and been billed, and an API that answers before it looks the key
+// up speaks only of this request.
+//   - A row that would mint a new key keeps the key instead: it is sent
+//     again until its deadline, and then the billing ledger decides.
+//   - A failure asks the billing ledger first: a charge found ends the
+//     job charged_no_result, none the failure.
+//
+// The rule holds whatever rows a deployment gives (see Validate).
 func (t Table) Decision(status int, code string, try int, replayed bool) Rule {
 	r := t.Classify(status, code)
-	if try <= 1 {
+	if SpeaksForKey(try, replayed) {
 		return r
 	}
 	switch {
-	case (r.Class == ClassRateLimited || status == 429) && r.Action == ActionRetryNewKey:
-		// Whatever class a deployment's rules give a 429.
+	case r.Action == ActionRetryNewKey:
 		r.Action = ActionRetrySameKey
-	case r.Class == ClassFailure && r.Action == ActionFail && !replayed:
+	case r.Action == ActionFail && r.Class == ClassFailure:
 		r.Action = ActionReconcile
 	}
 	return r
 }
+
+// SpeaksForKey reports whether an answer to a key's try-th send speaks
+// for the key's search, not only for this request: it answers the key's
+// first send, or the API replayed it for the key.
+func SpeaksForKey(try int, replayed bool) bool { return try <= 1 || replayed }
 
 // Settles reports whether acting on r settles the key: its outcome is
 // definite and the key is not sent again. A lost response (charged) is

@@ -37,6 +37,10 @@ const (
 	// charge is on the accepted key under another request id, which
 	// serpent audit --ledger reports unless the stored result has pages.
 	RuleStaleOutcome = "outcome_of_latest_send"
+	// RuleCheckUnproven: a result the log cannot prove was its key's only
+	// execution is marked for a check of its charges, and a check comes
+	// only then, of that key, with the verdict its charges make.
+	RuleCheckUnproven = "unproven_result_checked"
 )
 
 // Violation is one broken promise in a job's history.
@@ -64,46 +68,121 @@ type keyTrack struct {
 	notCharged bool
 }
 
-// purchaseCount counts a job's purchases as its log records them: each
-// stored observation, and the distinct charges its reconciliations found
-// (a later reconciliation looks up the earlier keys again and finds their
-// charges again).
-type purchaseCount struct {
-	stored  int
-	charged map[string]bool // by ChargeID
-	blind   int             // charged verdicts that list no entry
+// Purchases are what a job's log says it bought, as every count of
+// purchases counts them (the audit, the metrics, the ledger view).
+type Purchases struct {
+	// Bought are the searches serpent bought: each stored observation, and
+	// each other key a reconciliation found charged. More than one plus
+	// the authorised re-purchases breaks promise 2.
+	Bought int `json:"bought"`
+	// Doubled are the charges the API made beyond the first under one key
+	// (its own double purchase), found by a check of a stored key's
+	// charges or by a reconciliation. serpent cannot prevent them; it
+	// shows every one (promise 9).
+	Doubled int `json:"doubled"`
 }
 
-func (p *purchaseCount) add(e events.Event) {
+// purchaseCounter counts Purchases event by event: it knows the charges
+// counted (by ChargeID), and of each key whether it was bought without a
+// charge seen yet, or charged.
+type purchaseCounter struct {
+	Purchases
+	seen map[string]bool
+	keys map[string]keyBought
+}
+
+type keyBought uint8
+
+const (
+	keyStored  keyBought = iota + 1 // a stored observation, its charge not seen yet
+	keyCharged                      // a charge seen
+)
+
+// Total is every charge the log accounts for.
+func (p Purchases) Total() int { return p.Bought + p.Doubled }
+
+// add counts one more event of the job's history, in order. A charge
+// found again (a later reconciliation lists it once more) counts once.
+func (p *purchaseCounter) add(e events.Event) {
+	if p.seen == nil {
+		p.seen, p.keys = map[string]bool{}, map[string]keyBought{}
+	}
 	switch d := e.Data.(type) {
+	case events.ObservationStored:
+		p.Bought++
+		if p.keys[d.Key] == 0 {
+			p.keys[d.Key] = keyStored
+		}
 	case events.Reconciled:
 		if d.Verdict != VerdictCharged {
 			return
 		}
 		if len(d.Entries) == 0 {
-			p.blind++
+			p.Bought++ // a charge recorded without its entries
 		}
-		for _, en := range d.Entries {
-			if p.charged == nil {
-				p.charged = map[string]bool{}
-			}
-			p.charged[ChargeID(en)] = true
-		}
-	case events.ObservationStored:
-		p.stored++
+		p.charges(d.Entries)
+	case events.ChargesChecked:
+		p.charges(d.Entries)
 	}
 }
 
-func (p *purchaseCount) n() int { return p.stored + len(p.charged) + p.blind }
+// charges counts charges found in the billing ledger: the first on a key
+// not stored is a purchase, the first on a stored key that purchase's
+// charge, any other on a key the API's double charge.
+func (p *purchaseCounter) charges(entries []events.LedgerEntry) {
+	for _, en := range entries {
+		id := ChargeID(en)
+		if p.seen[id] {
+			continue
+		}
+		p.seen[id] = true
+		k := en.Key
+		if k == "" {
+			k = id // no key to group it by: a purchase of its own
+		}
+		switch p.keys[k] {
+		case 0:
+			p.Bought++
+		case keyCharged:
+			p.Doubled++
+		}
+		p.keys[k] = keyCharged
+	}
+}
 
-// Purchases is how many searches a job's history shows it bought: every
-// distinct charge its reconciliations found, and its stored observations.
-func Purchases(evs []events.Event) int {
-	var p purchaseCount
+// PurchasesOf counts a job's purchases from its history.
+func PurchasesOf(evs []events.Event) Purchases {
+	var p purchaseCounter
 	for _, e := range evs {
 		p.add(e)
 	}
-	return p.n()
+	return p.Purchases
+}
+
+// PurchasesIn is what one event adds to a job's purchases, read without
+// the job's history (the metrics keep no history): what PurchasesOf
+// counts for a log that Verify accepts, where no reconciliation lists a
+// charge again and a check lists only the stored key's charges.
+func PurchasesIn(e events.Event) Purchases {
+	var p purchaseCounter
+	if c, ok := e.Data.(events.ChargesChecked); ok {
+		p.seen, p.keys = map[string]bool{}, map[string]keyBought{c.Key: keyStored}
+	}
+	p.add(e)
+	return p.Purchases
+}
+
+// afterEnd reports whether e may follow the end of a job in state s: a
+// re-purchase of a charged_no_result job, or the check of the charges of
+// a stored result that asked for one.
+func afterEnd(s State, e events.Event) bool {
+	switch e.Data.(type) {
+	case events.RepurchaseAuthorized:
+		return s.Status == StatusChargedNoResult
+	case events.ChargesChecked:
+		return s.CheckPending
+	}
+	return false
 }
 
 // staleOutcome says why an outcome is not of the current key's latest
@@ -133,7 +212,8 @@ func Verify(evs []events.Event) []Violation {
 		out        []Violation
 		s          State
 		keys       []keyTrack
-		purchases  purchaseCount
+		purchases  purchaseCounter
+		charged    = map[string]bool{} // charges listed by reconciliations, by ChargeID
 		authorised int
 		lease      Lease
 		lastSend   time.Time // of any key: its search may run for a lease
@@ -166,7 +246,7 @@ func Verify(evs []events.Event) []Violation {
 		if _, ok := e.Data.(events.JobScheduled); ok != (i == 0) {
 			flag(e, RuleFirstEvent, "%s at position %d", e.Type(), i+1)
 		}
-		if _, again := e.Data.(events.RepurchaseAuthorized); s.Status.Terminal() && !(again && s.Status == StatusChargedNoResult) {
+		if after := afterEnd(s, e); s.Status.Terminal() && !after {
 			flag(e, RuleAfterTerminal, "%s after the job was %s", e.Type(), s.Status)
 		}
 		switch d := e.Data.(type) {
@@ -224,13 +304,14 @@ func Verify(evs []events.Event) []Violation {
 				flag(e, RuleStaleOutcome, "%s", stale)
 				break
 			}
-			// A search that did not complete is settled by any send's
-			// confirmed answer (the API replays the key's first
-			// execution); one that did not run, only by the key's first
-			// send: a later one says nothing of an earlier send whose
-			// answer was lost.
-			if k := find(d.Key); k != nil && (Class(d.Class) == ClassRetryable || Class(d.Class) == ClassRateLimited && d.Try == 1) {
-				k.notCharged = true
+			// A confirmed "did not complete" or "did not run" settles
+			// the key only when it speaks for the key: on its first
+			// send, or replayed. A resend's own error says nothing of
+			// an earlier send whose answer was lost.
+			if c := Class(d.Class); (c == ClassRetryable || c == ClassRateLimited) && SpeaksForKey(d.Try, d.Replayed) {
+				if k := find(d.Key); k != nil {
+					k.notCharged = true
+				}
 			}
 			outcome = true
 		case events.DeadlineReached:
@@ -246,12 +327,13 @@ func Verify(evs []events.Event) []Violation {
 				for _, en := range d.Entries {
 					id := ChargeID(en)
 					switch {
-					case purchases.charged[id]:
+					case charged[id]:
 						flag(e, RuleChargesOnce, "charge %s was listed by an earlier reconciliation", id)
 					case listed[id]:
 						flag(e, RuleChargesOnce, "charge %s is listed twice", id)
 					}
 					listed[id] = true
+					charged[id] = true
 				}
 			}
 			notCharged := d.Verdict == VerdictNotCharged
@@ -269,10 +351,20 @@ func Verify(evs []events.Event) []Violation {
 					}
 				}
 			}
-			purchases.add(e)
 		case events.ObservationStored:
-			purchases.add(e)
+			if a := s.attempt(d.Key); a != nil && Unproven(a.Tries, d.Replayed) && !d.CheckCharges {
+				flag(e, RuleCheckUnproven, "key %s was sent %d times and its result is not marked for a check of its charges", d.Key, a.Tries)
+			}
 			outcome = true
+		case events.ChargesChecked:
+			switch {
+			case !s.CheckPending:
+				flag(e, RuleCheckUnproven, "a check of charges no stored result asked for")
+			case s.Result != nil && d.Key != s.Result.Key:
+				flag(e, RuleCheckUnproven, "a check of key %s, the stored result is of %s", d.Key, s.Result.Key)
+			case d.Charges != len(d.Entries) || (d.Verdict == VerdictDoubleCharge) != (d.Charges > 1):
+				flag(e, RuleCheckUnproven, "verdict %s with %d charges and %d entries", d.Verdict, d.Charges, len(d.Entries))
+			}
 		case events.JobFailed, events.JobCancelled:
 			outcome = true
 		case events.RepurchaseAuthorized:
@@ -284,7 +376,8 @@ func Verify(evs []events.Event) []Violation {
 				k.notCharged = true
 			}
 		}
-		if n := purchases.n(); n > 1+authorised {
+		purchases.add(e)
+		if n := purchases.Bought; n > 1+authorised {
 			flag(e, RuleOnePurchase, "%d purchases with %d authorised re-purchases", n, authorised)
 			authorised = n - 1 // report each extra purchase once
 		}

@@ -9,15 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// history returns a clean log: an unknown outcome, a same-key resend, a 408,
-// a new key and a success.
+// history returns a clean log: an unknown outcome, a same-key resend, a
+// replayed 408, a new key and a success.
 func history(t *testing.T) []events.Event {
 	j := newJob(t)
 	key, try := j.send("w1")
 	j.must(aggregate.Outcome{Key: key, Try: try, Unknown: "timeout"})
 	j.waitDue()
 	key, try = j.send("w1")
-	j.must(aggregate.Outcome{Key: key, Try: try, Status: 408, Code: "search_timeout", RequestID: "r1"})
+	j.must(aggregate.Outcome{Key: key, Try: try, Status: 408, Code: "search_timeout", RequestID: "r1", Replayed: true})
 	j.waitDue()
 	key, try = j.send("w2")
 	j.must(aggregate.Outcome{Key: key, Try: try, Status: 200, RequestID: "r2", Result: okResult})
@@ -94,7 +94,14 @@ func TestVerifyFlagsDoctoredHistories(t *testing.T) {
 		{"a 429 on a resend taken for a settled key", func(l []events.Event) []events.Event {
 			i := find(l, events.TypeOutcomeClassified, 1)
 			o := l[i].Data.(events.OutcomeClassified)
-			o.Status, o.Code, o.Class = 429, "rate_limited", string(aggregate.ClassRateLimited)
+			o.Status, o.Code, o.Class, o.Replayed = 429, "rate_limited", string(aggregate.ClassRateLimited), false
+			l[i].Data = o
+			return l
+		}, aggregate.RuleDefiniteFirst},
+		{"a 408 on a resend, not replayed, taken for a settled key", func(l []events.Event) []events.Event {
+			i := find(l, events.TypeOutcomeClassified, 1)
+			o := l[i].Data.(events.OutcomeClassified)
+			o.Replayed = false
 			l[i].Data = o
 			return l
 		}, aggregate.RuleDefiniteFirst},
@@ -174,7 +181,7 @@ func repurchased(t *testing.T) []events.Event {
 	lost("rb", first, events.LedgerEntry{RequestID: "rb", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000})
 	require.Equal(t, aggregate.StatusChargedNoResult, j.s.Status)
 	require.Empty(t, aggregate.Verify(j.log))
-	require.Equal(t, 2, aggregate.Purchases(j.log))
+	require.Equal(t, 2, aggregate.PurchasesOf(j.log).Total())
 	return j.log
 }
 

@@ -311,8 +311,10 @@ func TestUnreadableEventsAreFindings(t *testing.T) {
 // history. Worker A's try 1 finds nothing (free, zero pages) and A stalls;
 // worker B's try 2 runs the search again and is billed; A's empty result
 // is then stored. An ObservationStored carries no try, so the log alone
-// cannot tell it from try 2's (outcome_of_latest_send's limit); the
-// billing ledger shows try 2's charge, which nothing in the log explains.
+// cannot tell it from try 2's (outcome_of_latest_send's limit). It can
+// tell that a result accepted after two sends was not marked for a check
+// of its charges; the billing ledger shows try 2's charge, which nothing
+// in the log explains.
 func TestLedgerShowsAStaleStoredResultsCharge(t *testing.T) {
 	ids := &projectionstest.IDs{}
 	j := projectionstest.NewJob(t, ids, "stale success", t0)
@@ -329,10 +331,10 @@ func TestLedgerShowsAStaleStoredResultsCharge(t *testing.T) {
 	at := j.Now.Add(time.Hour)
 	a := audit.New(audit.Options{Now: at})
 	a.Add(audit.CheckJob(j.Log, audit.Options{Now: at}), len(j.Log))
-	require.True(t, a.Report().OK(), "the log alone cannot tell which try a stored result is of")
+	require.Equal(t, []string{aggregate.RuleCheckUnproven}, rules(a.Report()), "the result of a resend is not marked for a check")
 	a.Ledger([]events.LedgerEntry{{RequestID: "req_try2", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000}})
 	r := a.Report()
-	require.Equal(t, []string{audit.RuleExplained}, rules(r), "%v", r.Violations)
+	require.ElementsMatch(t, []string{aggregate.RuleCheckUnproven, audit.RuleExplained}, rules(r), "%v", r.Violations)
 	require.Equal(t, j.S.JobID, r.Violations[0].JobID)
 }
 
@@ -461,4 +463,52 @@ func TestJobIsACopy(t *testing.T) {
 	require.True(t, ok)
 	j.Findings[0].Detail = "changed"
 	require.Equal(t, "as found", a.Report().Violations[0].Detail)
+}
+
+// doubleCharged returns the log of a job whose first answer was lost and
+// whose resend the API ran and billed again: the check of its charges
+// found both.
+func doubleCharged(t *testing.T) ([]events.Event, []events.LedgerEntry) {
+	ids := &projectionstest.IDs{}
+	j := projectionstest.NewJob(t, ids, "double", t0)
+	j.Send()
+	j.Reply(aggregate.Outcome{Unknown: "timeout"})
+	j.Send()
+	j.Reply(aggregate.Outcome{Status: 200, RequestID: "req_2", Result: projectionstest.Result("req_2", 1), Pages: 1})
+	key, _ := j.Key()
+	charges := []events.LedgerEntry{{RequestID: "req_1", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000},
+		{RequestID: "req_2", Key: key, Pages: 1, BilledPages: 1, AmountMicros: 1000}}
+	j.Now = j.S.Settled()
+	j.Do(aggregate.LedgerAnswer{Keys: []string{key}, RequestIDs: []string{"req_2"}, Entries: charges})
+	require.Equal(t, aggregate.VerdictDoubleCharge, j.S.Checked.Verdict)
+	return j.Log, charges
+}
+
+// TestAuditShowsTheAPIsDoubleCharges: a double charge the API made under
+// one key, found live, is counted and listed; the ledger join takes it for
+// what the log says. One the log did not find is a finding.
+func TestAuditShowsTheAPIsDoubleCharges(t *testing.T) {
+	log, charges := doubleCharged(t)
+	at := log[len(log)-1].Time.Add(time.Hour)
+	a := audit.New(audit.Options{Now: at})
+	a.Add(audit.CheckJob(log, audit.Options{Now: at}), len(log))
+	a.Ledger(charges)
+	r := a.Report()
+	require.True(t, r.OK(), "%v", r.Violations)
+	require.Equal(t, 1, r.Purchases)
+	require.Equal(t, 1, r.DoubleCharges)
+	require.Equal(t, []string{log[0].JobID}, r.DoubleChargedJobs)
+	require.Equal(t, 1, r.Ledger.Observations)
+	require.Equal(t, 1, r.Ledger.DoubleCharged)
+	require.Contains(t, r.Summary(), "1 double charges of the API found")
+
+	// The same charges against a check that found only one: the second is
+	// silent in the log, and the join says so.
+	c := log[len(log)-1].Data.(events.ChargesChecked)
+	c.Entries, c.Charges, c.Verdict = c.Entries[1:], 1, aggregate.VerdictConfirmed
+	log[len(log)-1].Data = c
+	a = audit.New(audit.Options{Now: at})
+	a.Add(audit.CheckJob(log, audit.Options{Now: at}), len(log))
+	a.Ledger(charges)
+	require.ElementsMatch(t, []string{audit.RuleLedgerPurchases, audit.RuleOneCharge}, rules(a.Report()))
 }

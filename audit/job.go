@@ -93,9 +93,11 @@ type Job struct {
 	Version uint64
 	// Pending says why an unfinished job is legitimately pending; empty
 	// for a finished job and for a stuck one (which has a finding).
-	Pending     string
-	Findings    []Finding
-	Purchases   int
+	Pending  string
+	Findings []Finding
+	// Purchases are what the log says the job bought: serpent's searches,
+	// and the API's double charges that a check or a reconciliation found.
+	Purchases   aggregate.Purchases
 	Repurchases int
 	// Source is the command the job was made of (JobScheduled.Source, such
 	// as SERP_COMMANDS:<seq>).
@@ -115,8 +117,10 @@ type LedgerFacts struct {
 	// Accepted is the charge the job's stored observation was bought with,
 	// if the last one it stored has pages; zero otherwise.
 	Accepted Charge
-	// Reconciled are the charges reconciliations found.
+	// Reconciled are the charges reconciliations found; Checked those the
+	// check of the stored key's charges found.
 	Reconciled []events.LedgerEntry
+	Checked    []events.LedgerEntry
 	// Unresolved is the key a cancelled job left with an unknown outcome.
 	Unresolved string
 }
@@ -149,7 +153,7 @@ func CheckJob(evs []events.Event, o Options) Job {
 	for _, v := range broken {
 		j.Findings = append(j.Findings, Finding{Rule: v.Rule, JobID: shared(v.JobID, j.ID), Version: v.Version, Detail: v.Detail})
 	}
-	j.Purchases = aggregate.Purchases(evs)
+	j.Purchases = aggregate.PurchasesOf(evs)
 	if !o.WithoutLedger {
 		j.Ledger = ledgerFacts(s, evs)
 	}
@@ -189,6 +193,8 @@ func ledgerFacts(s aggregate.State, evs []events.Event) *LedgerFacts {
 			}
 		case events.Reconciled:
 			f.Reconciled = append(f.Reconciled, d.Entries...)
+		case events.ChargesChecked:
+			f.Checked = append(f.Checked, d.Entries...)
 		}
 	}
 	if s.Cancel != nil {

@@ -16,8 +16,11 @@ type LedgerSummary struct {
 	Charges int `json:"charges"`
 	// Observations are charges of accepted first executions; Reconciled
 	// charges a reconciliation found and recorded (charged_no_result).
-	Observations int `json:"observations"`
-	Reconciled   int `json:"reconciled"`
+	// DoubleCharged are the further charges the API made under an accepted
+	// key, which the check of its charges found and recorded.
+	Observations  int `json:"observations"`
+	Reconciled    int `json:"reconciled"`
+	DoubleCharged int `json:"double_charged"`
 	// InFlight are charges of jobs still pending: their outcome is not
 	// recorded yet. Cancelled are charges on the key a cancelled job left
 	// unresolved, which its cancellation warned of.
@@ -72,7 +75,11 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 		perJob[j]++
 		switch why := explain(j, en); why {
 		case "observation":
-			sum.Observations++
+			if perAccepted[j] > 0 {
+				sum.DoubleCharged++
+			} else {
+				sum.Observations++
+			}
 			perAccepted[j]++
 		case "reconciled":
 			sum.Reconciled++
@@ -89,16 +96,35 @@ func (a *Auditor) Ledger(entries []events.LedgerEntry) {
 	}
 	for i := range a.jobs {
 		j := &a.jobs[i]
-		if n, allowed := perJob[j], 1+j.Repurchases; n > allowed {
+		// The API's own double charges count apart, once the log found
+		// them live; one the log did not find is a finding.
+		if n, allowed := perJob[j], 1+j.Repurchases+j.Purchases.Doubled; n > allowed {
 			a.findings = append(a.findings, Finding{Rule: RuleLedgerPurchases, JobID: j.ID,
-				Detail: fmt.Sprintf("the billing ledger has %d charges for the job, %d allowed (%d re-purchases authorised)", n, allowed, j.Repurchases)})
+				Detail: fmt.Sprintf("the billing ledger has %d charges for the job, %d allowed (%d re-purchases authorised, %d double charges of the API found live)",
+					n, allowed, j.Repurchases, j.Purchases.Doubled)})
 		}
-		if acc := j.Ledger.Accepted; acc.Pages > 0 && perAccepted[j] != 1 {
+		if acc := j.Ledger.Accepted; acc.Pages > 0 && perAccepted[j] != acceptedCharges(j) {
 			a.findings = append(a.findings, Finding{Rule: RuleOneCharge, JobID: j.ID, Key: acc.Key, RequestID: acc.RequestID,
-				Detail: fmt.Sprintf("the accepted execution of key %s (request %s, %d pages) has %d charges in the billing ledger, not 1",
-					acc.Key, acc.RequestID, acc.Pages, perAccepted[j])})
+				Detail: fmt.Sprintf("the accepted execution of key %s (request %s, %d pages) has %d charges in the billing ledger, not the %d its log records",
+					acc.Key, acc.RequestID, acc.Pages, perAccepted[j], acceptedCharges(j))})
 		}
 	}
+}
+
+// acceptedCharges is how many charges the accepted key of j has, as its
+// log says: one, or what the check of its charges found when it found
+// the API's double charge.
+func acceptedCharges(j *Job) int {
+	return max(1, distinct(j.Ledger.Checked))
+}
+
+// distinct counts the charges entries name.
+func distinct(entries []events.LedgerEntry) int {
+	seen := map[string]bool{}
+	for _, en := range entries {
+		seen[aggregate.ChargeID(en)] = true
+	}
+	return len(seen)
 }
 
 // chargeOf names the charge an entry records, to count each once however

@@ -19,9 +19,16 @@ type Report struct {
 	Statuses map[aggregate.Status]int `json:"statuses"`
 	// Pending counts unfinished jobs that are legitimately pending.
 	Pending int `json:"pending"`
-	// Purchases counts accepted executions and charges found by
-	// reconciliation; RepurchasesAuthorized the deliberate extra ones.
-	Purchases             int             `json:"purchases"`
+	// Purchases counts the searches serpent bought: accepted executions
+	// and keys a reconciliation found charged. RepurchasesAuthorized are
+	// the deliberate extra ones.
+	Purchases int `json:"purchases"`
+	// DoubleCharges counts the charges beyond the first the API made under
+	// one key (its own double purchase), as the log found them live: by a
+	// check of a stored key's charges, or by a reconciliation.
+	// DoubleChargedJobs lists their jobs, sorted.
+	DoubleCharges         int             `json:"double_charges_found"`
+	DoubleChargedJobs     []string        `json:"double_charged_jobs,omitempty"`
 	RepurchasesAuthorized int             `json:"repurchases_authorized"`
 	Commands              *CommandSummary `json:"commands,omitempty"`
 	Ledger                *LedgerSummary  `json:"ledger,omitempty"`
@@ -125,10 +132,15 @@ func (a *Auditor) Report() Report {
 		if j.Pending != "" {
 			r.Pending++
 		}
-		r.Purchases += j.Purchases
+		r.Purchases += j.Purchases.Bought
+		if j.Purchases.Doubled > 0 {
+			r.DoubleCharges += j.Purchases.Doubled
+			r.DoubleChargedJobs = append(r.DoubleChargedJobs, j.ID)
+		}
 		r.RepurchasesAuthorized += j.Repurchases
 		r.Violations = append(r.Violations, j.Findings...)
 	}
+	slices.Sort(r.DoubleChargedJobs)
 	slices.SortStableFunc(r.Violations, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(x.JobID, y.JobID), cmp.Compare(x.Version, y.Version), cmp.Compare(x.Seq, y.Seq),
 			cmp.Compare(x.Rule, y.Rule), cmp.Compare(x.Key, y.Key), cmp.Compare(x.Detail, y.Detail))
@@ -145,6 +157,10 @@ func (r Report) Summary() string {
 	if !r.OK() {
 		verdict = fmt.Sprintf("%d violation(s)", len(r.Violations))
 	}
-	return fmt.Sprintf("%d events, %d jobs (%d pending), %d purchases (%d re-purchases authorised): %s",
-		r.Events, r.Jobs, r.Pending, r.Purchases, r.RepurchasesAuthorized, verdict)
+	doubles := ""
+	if r.DoubleCharges > 0 {
+		doubles = fmt.Sprintf(", %d double charges of the API found", r.DoubleCharges)
+	}
+	return fmt.Sprintf("%d events, %d jobs (%d pending), %d purchases (%d re-purchases authorised%s): %s",
+		r.Events, r.Jobs, r.Pending, r.Purchases, r.RepurchasesAuthorized, doubles, verdict)
 }

@@ -151,31 +151,35 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 		}
 		s := aggregate.Fold(evs)
 		rep.Final[string(s.Status)]++
-		if !s.Status.Terminal() {
+		if !s.Finished() {
 			rep.Lost++
-			rep.violation("job %s is still %s (promise 5)", job, s.Status)
+			rep.violation("job %s is still %s, check of charges pending %t (promise 5)", job, s.Status, s.CheckPending)
 		}
 		rep.tally(evs)
-		charges := 0
 		for _, a := range s.Attempts {
 			keyJob[a.Key] = job
-			charges += w.Stats.ChargesPerKey[a.Key]
 			if w.Stats.ChargesPerKey[a.Key] > 0 && !a.Deadline.IsZero() {
 				deadlines[a.Key] = a.Deadline
 			}
 		}
+		books := BooksOf(s, w.Stats.ChargesPerKey)
+		found := aggregate.PurchasesOf(evs).Doubled
+		rep.APIDoubleCharges += books.Doubled
+		rep.APIDoublesFound += found
 		chargedIDs := func() []string { return r.chargedIDs(ctx, s) }
 		switch {
-		case charges > 1+s.Repurchases:
+		case books.Keys > 1+s.Repurchases:
 			rep.DuplicateCharges++
 			rep.known(ClassifyCharge(evs, w.Stats.ChargesPerKey, chargedIDs),
-				"job %s was charged %d times (promise 2)", job, charges)
-		case s.Status.Terminal() && charges != Accounted(s):
+				"job %s: %d of its keys were charged (promise 2)", job, books.Keys)
+		case s.Finished() && books.Doubled != found:
+			rep.violation("job %s: the API charged its keys %d times more than once, its log found %d (promise 9)", job, books.Doubled, found)
+		case s.Finished() && books.Charges != Accounted(evs, s):
 			rep.UnaccountedCharges++
 			rep.known(ClassifyCharge(evs, w.Stats.ChargesPerKey, chargedIDs),
-				"job %s is %s with %d charges, its log accounts for %d (promise 6)", job, s.Status, charges, Accounted(s))
+				"job %s is %s with %d charges, its log accounts for %d (promise 6)", job, s.Status, books.Charges, Accounted(evs, s))
 		}
-		if n := w.Stats.ChargesPerBody[s.BodySHA256]; n > 1 && charges <= 1 {
+		if n := w.Stats.ChargesPerBody[s.BodySHA256]; n > 1 && books.Charges <= 1 {
 			rep.violation("job %s: its body was charged %d times, under keys it never stored (promise 3)", job, n)
 		}
 	}

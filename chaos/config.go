@@ -63,6 +63,7 @@ func DefaultFaults() sandbox.Faults {
 		DropBeforeSearch: 0.04, DropAfterSearch: 0.06, GatewayPage502: 0.03, GatewayPage504: 0.03,
 		SlowSearch: 0.02, Timeout408: 0.04, Failed424: 0.02, Unavailable503: 0.02,
 		BillingUnavailable503: 0.03, EarlyExpiry: 0.03, RateLimited429: 0.02, ZeroResults: 0.04,
+		FrontDoor: 0.03, LostRecord: 0.05,
 	}
 }
 

@@ -78,15 +78,43 @@ func triesOf(evs []events.Event, key string) int {
 	return n
 }
 
-// Accounted is how many charges a finished job's log says it bought: one
-// for a stored observation with pages, one for charged_no_result, and one
-// more per authorised re-purchase that was bought.
-func Accounted(s aggregate.State) int {
+// Books is what the provider's books say one job bought, to hold against
+// its log.
+type Books struct {
+	// Keys are the job's keys the provider charged: more than one plus the
+	// authorised re-purchases is a double charge by serpent (promise 2).
+	Keys int
+	// Charges are every charge of the job's keys.
+	Charges int
+	// Doubled are the charges beyond the first under one key: the API's
+	// own double purchases, which the log must find live (promise 9).
+	Doubled int
+}
+
+// BooksOf reads a job's charges from the provider's charges by key.
+func BooksOf(s aggregate.State, perKey map[string]int) Books {
+	var b Books
+	for _, a := range s.Attempts {
+		if n := perKey[a.Key]; n > 0 {
+			b.Keys++
+			b.Charges += n
+			b.Doubled += n - 1
+		}
+	}
+	return b
+}
+
+// Accounted is how many charges a finished job's log says were made: one
+// for a stored observation with pages, one for charged_no_result, one
+// more per authorised re-purchase that was bought, and every double
+// charge of the API the log found.
+func Accounted(evs []events.Event, s aggregate.State) int {
+	n := s.Repurchases
 	switch {
 	case s.Status == aggregate.StatusChargedNoResult:
-		return 1 + s.Repurchases
+		n++
 	case s.Status == aggregate.StatusSucceeded && s.Result != nil && s.Result.Pages > 0:
-		return 1 + s.Repurchases
+		n++
 	}
-	return s.Repurchases
+	return n + aggregate.PurchasesOf(evs).Doubled
 }

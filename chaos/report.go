@@ -63,7 +63,13 @@ type Report struct {
 	Rejections map[string]int `json:"rejections"` // by reason
 
 	// The verdict.
+	// DuplicateCharges are jobs serpent bought twice (more than one key
+	// charged, beyond the authorised re-purchases). APIDoubleCharges are
+	// the charges beyond the first the API made under one key, by its
+	// books; APIDoublesFound those the jobs' logs found live.
 	DuplicateCharges   int            `json:"duplicate_charges"`
+	APIDoubleCharges   int            `json:"api_double_charges"`
+	APIDoublesFound    int            `json:"api_double_charges_found"`
 	UnaccountedCharges int            `json:"unaccounted_charges"`
 	OrphanCharges      int            `json:"orphan_charges"`
 	LedgerChecked      int            `json:"ledger_entries_checked"`
@@ -178,7 +184,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("time", "faults stopped at %s, all finished at %s (within settle: %t), total %s",
 		r.FaultsStopped.Round(time.Second), r.Quiescent.Round(time.Second), r.Settled, r.Elapsed.Round(time.Second))
 	sec("verdict")
-	row("duplicate charges", "%d", r.DuplicateCharges)
+	row("double charges by serpent", "%d", r.DuplicateCharges)
+	row("double charges by the API", "%d made, %d found live", r.APIDoubleCharges, r.APIDoublesFound)
 	row("unaccounted charges", "%d", r.UnaccountedCharges)
 	row("orphan charges", "%d", r.OrphanCharges)
 	row("lost jobs", "%d", r.Lost)
@@ -197,7 +204,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		sec("naive worker (fresh key per delivery), same faults")
 		row("jobs", "%d, %d deliveries, %d crashes", n.Jobs, n.Deliveries, n.Crashes)
 		row("charged twice or more", "%d jobs (%.1f%%), %d extra charges", n.DuplicateJobs, n.DuplicateRate()*100, n.ExtraCharges)
-		row("serpent", "%d jobs charged twice (%.1f%%)", r.DuplicateCharges, pct(r.DuplicateCharges, r.Jobs))
+		row("serpent", "%d jobs charged twice (%.1f%%); the API's own double charges: %d made, %d found live",
+			r.DuplicateCharges, pct(r.DuplicateCharges, r.Jobs), r.APIDoubleCharges, r.APIDoublesFound)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

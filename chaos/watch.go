@@ -88,7 +88,9 @@ func (w *watch) follow(ctx context.Context) error {
 // finishedBy reports whether a job whose last event is ev is finished.
 func finishedBy(ev events.Event) bool {
 	switch d := ev.Data.(type) {
-	case events.ObservationStored, events.JobFailed, events.JobCancelled:
+	case events.ObservationStored:
+		return !d.CheckCharges // else its charges are checked next
+	case events.ChargesChecked, events.JobFailed, events.JobCancelled:
 		return true
 	case events.Reconciled:
 		return d.Verdict == aggregate.VerdictCharged

@@ -19,6 +19,7 @@ const (
 	TypeJobFailed            = "JobFailed"
 	TypeJobCancelled         = "JobCancelled"
 	TypeRepurchaseAuthorized = "RepurchaseAuthorized"
+	TypeChargesChecked       = "ChargesChecked"
 )
 
 // Payload is the data of one event. Each implementation is a plain struct
@@ -56,6 +57,7 @@ var kinds = map[string]kind{
 	TypeJobFailed:            kindOf[JobFailed](),
 	TypeJobCancelled:         kindOf[JobCancelled](),
 	TypeRepurchaseAuthorized: kindOf[RepurchaseAuthorized](),
+	TypeChargesChecked:       kindOf[ChargesChecked](),
 }
 
 // Types returns every known event type name, sorted.

@@ -52,6 +52,10 @@ func samples() map[string]events.Payload {
 		events.TypeJobFailed:            events.JobFailed{Reason: "api_error", Key: sampleKey, Status: 422, Code: "invalid_request", Message: "limit: must be 1..100", RequestID: "req_03"},
 		events.TypeJobCancelled:         events.JobCancelled{By: "operator", Reason: "query retired"},
 		events.TypeRepurchaseAuthorized: events.RepurchaseAuthorized{By: "operator", Reason: "result needed for report"},
+		events.TypeChargesChecked: events.ChargesChecked{Key: sampleKey2, RequestIDs: []string{"req_02"},
+			Entries: []events.LedgerEntry{{RequestID: "req_02", Key: sampleKey2, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: t0},
+				{RequestID: "req_04", Key: sampleKey2, Pages: 1, BilledPages: 1, AmountMicros: 1000, At: t0}},
+			Charges: 2, Verdict: "double_charge"},
 	}
 }
 

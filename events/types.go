@@ -106,6 +106,23 @@ type ObservationStored struct {
 	Replayed  bool            `json:"replayed"`
 	Pages     int             `json:"pages"`
 	Result    json.RawMessage `json:"result"`
+	// CheckCharges: the log cannot prove that this response was the key's
+	// first and only execution (the key was sent more than once). Its
+	// charges are looked up in the billing ledger once the key's
+	// searches have ended, and ChargesChecked records what was found.
+	CheckCharges bool `json:"check_charges,omitempty"`
+}
+
+// ChargesChecked records a look-up of the stored key's charges in the
+// billing ledger, made because the log could not prove the stored
+// response was the key's only execution. More than one charge is a
+// double charge the API made under one key: found, counted and shown.
+type ChargesChecked struct {
+	Key        string        `json:"key"`
+	RequestIDs []string      `json:"request_ids,omitempty"`
+	Entries    []LedgerEntry `json:"entries,omitempty"`
+	Charges    int           `json:"charges"`
+	Verdict    string        `json:"verdict"`
 }
 
 // JobFailed ends a job with a failure for the caller: a confirmed API error
@@ -147,6 +164,7 @@ func (ObservationStored) EventType() string    { return TypeObservationStored }
 func (JobFailed) EventType() string            { return TypeJobFailed }
 func (JobCancelled) EventType() string         { return TypeJobCancelled }
 func (RepurchaseAuthorized) EventType() string { return TypeRepurchaseAuthorized }
+func (ChargesChecked) EventType() string       { return TypeChargesChecked }
 
 func (JobScheduled) SchemaVersion() int         { return 1 }
 func (AttemptCreated) SchemaVersion() int       { return 1 }
@@ -159,3 +177,4 @@ func (ObservationStored) SchemaVersion() int    { return 1 }
 func (JobFailed) SchemaVersion() int            { return 1 }
 func (JobCancelled) SchemaVersion() int         { return 1 }
 func (RepurchaseAuthorized) SchemaVersion() int { return 1 }
+func (ChargesChecked) SchemaVersion() int       { return 1 }

@@ -21,7 +21,7 @@ import (
 // The head of a checkpoint written in parts (SaveCheckpoint) has no
 // format of its own, so that a version that knows nothing of parts
 // refuses it rather than take it for a whole checkpoint.
-const CheckpointFormat = 1
+const CheckpointFormat = 2
 
 // MaxCheckpointBytes bounds a checkpoint: one that would be larger (more
 // than some 11 million jobs in flight, at 23 bytes each, or a tally that
@@ -53,6 +53,7 @@ type checkpoint struct {
 	Packed      []byte                     `json:"packed,omitempty"`
 	Wide        map[string]checkpointJob   `json:"wide,omitempty"`
 	Recent      []string                   `json:"recent,omitempty"`
+	Doubled     []string                   `json:"doubled,omitempty"`
 	Reconciling map[string]checkpointQueue `json:"reconciling,omitempty"`
 }
 
@@ -81,6 +82,8 @@ type checkpointJob struct {
 	Status      aggregate.Status `json:"status"`
 	Purchases   int              `json:"purchases"`
 	Repurchases int              `json:"repurchases"`
+	APIDoubles  int              `json:"api_doubles,omitempty"`
+	Checking    bool             `json:"checking,omitempty"`
 }
 
 type checkpointQueue struct {
@@ -101,7 +104,7 @@ func (t *Tally) Checkpoint(log time.Time) ([]byte, error) {
 func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	t.mu.Lock()
 	c := checkpoint{Format: CheckpointFormat, Log: log.UTC(), Seq: t.seq, Ver: t.ver, Forget: t.forget,
-		Counts: t.c, Recent: slices.Clone(t.recent)}
+		Counts: t.c, Recent: slices.Clone(t.recent), Doubled: slices.Clone(t.doubled)}
 	c.Counts.Seq, c.Counts.CaughtUp = 0, false
 	if n := base64.StdEncoding.EncodedLen(17 * len(t.jobs)); n > checkpointLimit {
 		t.mu.Unlock()
@@ -129,7 +132,8 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	if len(t.wide) > 0 {
 		c.Wide = make(map[string]checkpointJob, len(t.wide))
 		for id, j := range t.wide {
-			c.Wide[id] = checkpointJob{Status: j.status, Purchases: j.purchases, Repurchases: j.repurchases}
+			c.Wide[id] = checkpointJob{Status: j.status, Purchases: j.purchases, Repurchases: j.repurchases,
+				APIDoubles: j.apiDoubles, Checking: j.checking}
 		}
 	}
 	if len(t.reconciling) > 0 {
@@ -141,7 +145,7 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	// The maps of t.c are t's: copied, the checkpoint is written out of
 	// the lock, which the fold takes for every event.
 	c.Counts.Jobs = maps.Clone(c.Counts.Jobs)
-	for _, m := range []*map[string]uint64{&c.Counts.Events, &c.Counts.Sends, &c.Counts.Rotations, &c.Counts.Reconciliations} {
+	for _, m := range []*map[string]uint64{&c.Counts.Events, &c.Counts.Sends, &c.Counts.Rotations, &c.Counts.Reconciliations, &c.Counts.Checks} {
 		*m = maps.Clone(*m)
 	}
 	t.mu.Unlock()
@@ -199,14 +203,15 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 	jobs := make(map[hexID]packedJob, len(c.Packed)/17)
 	for i := 0; i < len(c.Packed); i += 17 {
 		p := packedJob(c.Packed[i+16])
-		if int(p&0xf) >= len(packedStatuses) {
+		if int(p&0xf) > packedChecking {
 			return fmt.Errorf("%w: a packed job of status %d", ErrCheckpoint, p&0xf)
 		}
 		jobs[hexID(c.Packed[i:i+16])] = p
 	}
 	wide := make(map[string]jobTally, len(c.Wide))
 	for id, j := range c.Wide {
-		wide[id] = jobTally{status: j.Status, purchases: j.Purchases, repurchases: j.Repurchases}
+		wide[id] = jobTally{status: j.Status, purchases: j.Purchases, repurchases: j.Repurchases,
+			apiDoubles: j.APIDoubles, checking: j.Checking}
 	}
 	var queue map[string]waiting
 	if len(c.Reconciling) > 0 {
@@ -219,13 +224,13 @@ func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 	if counts.Jobs == nil {
 		counts.Jobs = map[aggregate.Status]int{}
 	}
-	for _, m := range []*map[string]uint64{&counts.Events, &counts.Sends, &counts.Rotations, &counts.Reconciliations} {
+	for _, m := range []*map[string]uint64{&counts.Events, &counts.Sends, &counts.Rotations, &counts.Reconciliations, &counts.Checks} {
 		if *m == nil { // null in the JSON
 			*m = map[string]uint64{}
 		}
 	}
 
-	t.jobs, t.wide, t.reconciling, t.recent, t.c = jobs, wide, queue, c.Recent, counts
+	t.jobs, t.wide, t.reconciling, t.recent, t.doubled, t.c = jobs, wide, queue, c.Recent, c.Doubled, counts
 	t.seq, t.ver, t.log = c.Seq, c.Ver, log
 	t.caughtUp = t.end > 0 && t.seq >= t.end
 	return nil

@@ -147,13 +147,13 @@ func TestCheckpointFormatPinned(t *testing.T) {
 		}
 		b.WriteString("}\n")
 	}
-	require.Equal(t, 1, CheckpointFormat, "raise the format in this test too")
+	require.Equal(t, 2, CheckpointFormat, "raise the format in this test too")
 	require.Equal(t, strings.TrimSpace(`
-Tally{mu sync.Mutex;seq uint64;ver uint64;jobs map[metrics.hexID]metrics.packedJob;wide map[string]metrics.jobTally;c metrics.Counts;recent []string;reconciling map[string]metrics.waiting;forget bool;log time.Time;end uint64;caughtUp bool;}
-Counts{Seq uint64;Jobs map[aggregate.Status]int;Events map[string]uint64;Sends map[string]uint64;Rotations map[string]uint64;Reconciliations map[string]uint64;Purchases uint64;ResultPages uint64;ChargedPages uint64;DoubleCharges int;Undecodable uint64;CaughtUp bool;}
-jobTally{status aggregate.Status;purchases int;repurchases int;}
+Tally{mu sync.Mutex;seq uint64;ver uint64;jobs map[metrics.hexID]metrics.packedJob;wide map[string]metrics.jobTally;c metrics.Counts;recent []string;doubled []string;reconciling map[string]metrics.waiting;forget bool;log time.Time;end uint64;caughtUp bool;}
+Counts{Seq uint64;Jobs map[aggregate.Status]int;Events map[string]uint64;Sends map[string]uint64;Rotations map[string]uint64;Reconciliations map[string]uint64;Checks map[string]uint64;Purchases uint64;ResultPages uint64;ChargedPages uint64;DoubleCharges int;APIDoubleCharges int;APIDoubleJobs int;Undecodable uint64;CaughtUp bool;}
+jobTally{status aggregate.Status;purchases int;repurchases int;apiDoubles int;checking bool;}
 waiting{reason string;since time.Time;}
-checkpoint{Format int;Log time.Time;Seq uint64;Ver uint64;Forget bool;Counts metrics.Counts;Packed []uint8;Wide map[string]metrics.checkpointJob;Recent []string;Reconciling map[string]metrics.checkpointQueue;}
+checkpoint{Format int;Log time.Time;Seq uint64;Ver uint64;Forget bool;Counts metrics.Counts;Packed []uint8;Wide map[string]metrics.checkpointJob;Recent []string;Doubled []string;Reconciling map[string]metrics.checkpointQueue;}
 `), strings.TrimSpace(b.String()))
 }
 

@@ -34,7 +34,9 @@ var (
 	descReconciliations = desc("serpent_reconciliations_total", "Billing ledger reconciliations by verdict (charged, not_charged).", "verdict")
 	descPurchases       = desc("serpent_purchases_total", "Searches the log says were bought: stored observations and charges found without a result.")
 	descPages           = desc("serpent_billed_pages_total", "Pages billed (after the account's free pages): pages with results of stored observations (source=observation) and billed pages of charges found without a result (source=charged_no_result).", "source")
-	descDoubles         = desc("serpent_suspected_double_charges", "Jobs whose log shows more purchases than one plus their authorised re-purchases. Must be 0.")
+	descDoubles         = desc("serpent_suspected_double_charges", "Jobs whose log shows serpent bought more than one plus their authorised re-purchases. Must be 0.")
+	descChecks          = desc("serpent_charge_checks_total", "Checks of a stored key's charges in the billing ledger, made when the log cannot prove the result was the key's only execution, by verdict (confirmed, double_charge).", "verdict")
+	descAPIDoubles      = desc("serpent_api_double_charges_total", "Charges beyond the first the API made under one key (its own double purchase), found live by a check or a reconciliation. Alert on any increase.")
 	descUndecodable     = desc("serpent_undecodable_events_total", "Messages of SERP_EVENTS that are not readable events, or not of the job whose subject they are on (another job, message id or type header).")
 	descLogSeq          = desc("serpent_metrics_log_seq", "Stream sequence of the last event these metrics counted.")
 	descCaughtUp        = desc("serpent_metrics_caught_up", "1 once these metrics have counted the event log as it stood when this process began reading it, else 0; until then the figures folded from the log are left out.")
@@ -47,7 +49,7 @@ var (
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descEvents, descSends, descRotations, descReconciliations, descPurchases,
-		descPages, descDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
+		descPages, descDoubles, descChecks, descAPIDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
 		ch <- d
 	}
 }
@@ -112,6 +114,8 @@ func (c *logCollector) collectTally(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(n.ResultPages), "observation")
 	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(n.ChargedPages), "charged_no_result")
 	ch <- prometheus.MustNewConstMetric(descDoubles, prometheus.GaugeValue, float64(n.DoubleCharges))
+	counters(descChecks, n.Checks, aggregate.VerdictConfirmed, aggregate.VerdictDoubleCharge)
+	ch <- prometheus.MustNewConstMetric(descAPIDoubles, prometheus.CounterValue, float64(n.APIDoubleCharges))
 	ch <- prometheus.MustNewConstMetric(descUndecodable, prometheus.CounterValue, float64(n.Undecodable))
 	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(c.tally.Remembered()))
 }

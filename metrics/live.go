@@ -43,7 +43,7 @@ func (l *LiveJobs) Index(id string) (int, bool) {
 func compareHex(a, b hexID) int { return bytes.Compare(a[:], b[:]) }
 
 // Live returns the jobs that, as far as t has counted the log, are not
-// finished, and whether t has counted the log as it stood when its
+// finished (or wait for the check of their charges), and whether t has counted the log as it stood when its
 // reader began (only then are these all the jobs in flight then). A tally
 // that forgets finished jobs holds only these, so it answers in time
 // proportional to the jobs in flight, not to the jobs ever run.
@@ -52,18 +52,18 @@ func (t *Tally) Live() (*LiveJobs, bool) {
 	defer t.mu.Unlock()
 	n := 0
 	for _, p := range t.jobs {
-		if !p.unpack().status.Terminal() {
+		if p.unpack().live() {
 			n++
 		}
 	}
 	l := LiveJobs{hex: make([]hexID, 0, n)}
 	for h, p := range t.jobs {
-		if !p.unpack().status.Terminal() {
+		if p.unpack().live() {
 			l.hex = append(l.hex, h)
 		}
 	}
 	for id, j := range t.wide {
-		if !j.status.Terminal() {
+		if j.live() {
 			l.wide = append(l.wide, id)
 		}
 	}

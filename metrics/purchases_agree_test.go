@@ -42,7 +42,7 @@ func lostTwice(t *testing.T, ids *projectionstest.IDs) []events.Event {
 	return j.Log
 }
 
-// TestPurchasesCountedAlike: the audit (aggregate.Purchases), the job
+// TestPurchasesCountedAlike: the audit (aggregate.PurchasesOf), the job
 // ledger in serp_ledger and the metrics' tally count the same purchases
 // for every job, and the day ledgers the same charged pages as the job
 // ledgers.
@@ -61,14 +61,14 @@ func TestPurchasesCountedAlike(t *testing.T) {
 		for i, e := range log {
 			tally.Apply(projections.Record{Seq: uint64(i + 1), Event: e})
 		}
-		want := aggregate.Purchases(log)
+		want := aggregate.PurchasesOf(log).Bought
 		require.Equal(t, want, ledger.Purchases, "job %s: serp_ledger", id)
 		require.EqualValues(t, want, tally.Counts().Purchases, "job %s: the metrics", id)
 		for _, c := range ledger.Charges {
 			jobPages += c.BilledPages
 		}
 	}
-	require.Equal(t, 2, aggregate.Purchases(jobs[len(jobs)-1]), "the job bought twice, once authorised")
+	require.Equal(t, 2, aggregate.PurchasesOf(jobs[len(jobs)-1]).Bought, "the job bought twice, once authorised")
 
 	dayPages := 0
 	for target, v := range values {

@@ -13,8 +13,12 @@ import (
 )
 
 // RecentJobs is how many of the most recently changed jobs a Tally
-// remembers, for the status page.
-const RecentJobs = 20
+// remembers, for the status page; DoubledJobs how many of the jobs the
+// API charged twice.
+const (
+	RecentJobs  = 20
+	DoubledJobs = 100
+)
 
 // Tally folds the event log into running totals. Records the tally is
 // past are skipped, so feeding one twice changes nothing: those below the
@@ -49,8 +53,11 @@ type Tally struct {
 	jobs map[hexID]packedJob
 	wide map[string]jobTally
 	c    Counts
-	// recent holds job ids, the most recently changed first.
-	recent []string
+	// recent holds job ids, the most recently changed first; doubled the
+	// jobs the API charged twice under one key, the latest first (at most
+	// DoubledJobs of them).
+	recent  []string
+	doubled []string
 	// reconciling holds the jobs waiting for the billing ledger. It is nil
 	// when there are none, so that a burst does not keep its memory.
 	reconciling map[string]waiting
@@ -67,14 +74,24 @@ type Tally struct {
 
 // jobTally is what a Tally remembers of one job.
 type jobTally struct {
-	status      aggregate.Status
+	status aggregate.Status
+	// purchases are the searches serpent bought (aggregate.Purchases's
+	// Bought); apiDoubles the API's own double charges found live.
 	purchases   int
 	repurchases int
+	apiDoubles  int
+	// checking: a succeeded job whose stored key's charges wait for a
+	// check (aggregate.State.CheckPending). It is still in flight.
+	checking bool
 }
 
 // doubled reports whether the job's log shows more purchases than one plus
 // the re-purchases an operator authorised: a promise broken.
 func (j jobTally) doubled() bool { return j.purchases > 1+j.repurchases }
+
+// live reports whether the job still has work ahead: not finished, or
+// waiting for the check of its charges.
+func (j jobTally) live() bool { return !j.status.Terminal() || j.checking }
 
 // waiting is what the reconciling queue shows of a job in it.
 type waiting struct {
@@ -121,27 +138,43 @@ var hexDigits = func() (d [256]byte) {
 type packedJob uint8
 
 // packedStatuses are the statuses a packedJob holds, by index. Its length
-// is checked at compile time: 4 bits hold 16.
+// is checked at compile time: 4 bits hold 16. The index after them is a
+// succeeded job whose charges wait for a check (packedChecking).
 var packedStatuses = [...]aggregate.Status{aggregate.StatusNew, aggregate.StatusScheduled,
 	aggregate.StatusSending, aggregate.StatusRetrying, aggregate.StatusReconciling,
 	aggregate.StatusSucceeded, aggregate.StatusFailed, aggregate.StatusChargedNoResult,
 	aggregate.StatusCancelled}
 
-var _ [16 - len(packedStatuses)]struct{}
+// packedChecking is the status code of a succeeded job still checking.
+const packedChecking = len(packedStatuses)
+
+var _ [16 - packedChecking - 1]struct{}
 
 // pack returns j in a byte, or false if it does not fit: a status not in
-// packedStatuses, more than 3 purchases or re-purchases, or charges found
-// by a reconciliation (rare: such jobs are kept wide).
+// packedStatuses, more than 3 purchases or re-purchases, or a double
+// charge of the API (rare: such jobs are kept wide).
 func pack(j jobTally) (packedJob, bool) {
 	code := slices.Index(packedStatuses[:], j.status)
-	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 {
+	if j.checking {
+		code = packedChecking
+		if j.status != aggregate.StatusSucceeded {
+			code = -1
+		}
+	}
+	if code < 0 || j.purchases < 0 || j.purchases > 3 || j.repurchases < 0 || j.repurchases > 3 || j.apiDoubles != 0 {
 		return 0, false
 	}
 	return packedJob(code | j.purchases<<4 | j.repurchases<<6), true
 }
 
 func (p packedJob) unpack() jobTally {
-	return jobTally{status: packedStatuses[p&0xf], purchases: int(p >> 4 & 3), repurchases: int(p >> 6)}
+	j := jobTally{purchases: int(p >> 4 & 3), repurchases: int(p >> 6)}
+	if code := int(p & 0xf); code == packedChecking {
+		j.status, j.checking = aggregate.StatusSucceeded, true
+	} else {
+		j.status = packedStatuses[code]
+	}
+	return j
 }
 
 // job returns what t remembers of a job: the zero jobTally if nothing.
@@ -194,8 +227,10 @@ type Counts struct {
 	// Rotations counts new keys by the reason the old one was replaced.
 	Rotations map[string]uint64 `json:"rotations"`
 	// Reconciliations counts billing ledger verdicts (charged,
-	// not_charged).
+	// not_charged); Checks the verdicts of checks of a stored key's
+	// charges (confirmed, double_charge).
 	Reconciliations map[string]uint64 `json:"reconciliations"`
+	Checks          map[string]uint64 `json:"checks"`
 	// Purchases are searches the log says were bought: stored
 	// observations and charges a reconciliation found.
 	Purchases uint64 `json:"purchases"`
@@ -205,8 +240,14 @@ type Counts struct {
 	ResultPages  uint64 `json:"result_pages"`
 	ChargedPages uint64 `json:"charged_pages"`
 	// DoubleCharges counts jobs with more purchases than one plus their
-	// authorised re-purchases. It must stay 0.
+	// authorised re-purchases: serpent bought twice. It must stay 0.
 	DoubleCharges int `json:"suspected_double_charges"`
+	// APIDoubleCharges counts the charges beyond the first that the API
+	// made under one key (its own double purchase), found live by a check
+	// of a stored key's charges or by a reconciliation; APIDoubleJobs the
+	// jobs. serpent cannot prevent them; each one is shown.
+	APIDoubleCharges int `json:"api_double_charges"`
+	APIDoubleJobs    int `json:"api_double_charged_jobs"`
 	// Undecodable counts messages of the log that are not events.
 	Undecodable uint64 `json:"undecodable"`
 	// CaughtUp is set once the tally has applied the log as it stood when
@@ -226,7 +267,7 @@ type Reconciling struct {
 func NewTally() *Tally {
 	return &Tally{jobs: map[hexID]packedJob{}, wide: map[string]jobTally{}, c: Counts{
 		Jobs: map[aggregate.Status]int{}, Events: map[string]uint64{}, Sends: map[string]uint64{},
-		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{},
+		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{}, Checks: map[string]uint64{},
 	}}
 }
 
@@ -256,7 +297,7 @@ func (t *Tally) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq, t.ver, t.jobs, t.wide, t.c = 0, 0, n.jobs, n.wide, n.c
-	t.recent, t.reconciling, t.end, t.caughtUp, t.log = nil, nil, 0, false, time.Time{}
+	t.recent, t.doubled, t.reconciling, t.end, t.caughtUp, t.log = nil, nil, nil, 0, false, time.Time{}
 }
 
 // ForgetFinished makes t let every job go once it is finished, and
@@ -364,6 +405,8 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 				t.c.ChargedPages += uint64(max(en.BilledPages, 0))
 			}
 		}
+	case events.ChargesChecked:
+		t.c.Checks[d.Verdict]++
 	case events.ObservationStored:
 		t.c.Sends[string(aggregate.ClassSuccess)]++ // a success is stored, not classified
 		t.c.ResultPages += uint64(max(d.Pages, 0))
@@ -372,7 +415,15 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 			t.c.Sends[string(aggregate.ClassFailure)]++ // so is a confirmed failure
 		}
 	}
-	t.c.Purchases += uint64(j.count(e))
+	bought, apiDoubles := j.count(e)
+	t.c.Purchases += uint64(bought + apiDoubles)
+	if apiDoubles > 0 {
+		if j.apiDoubles == apiDoubles {
+			t.c.APIDoubleJobs++
+		}
+		t.c.APIDoubleCharges += apiDoubles
+		t.noteDoubled(e.JobID)
+	}
 	if now := j.doubled(); now != wasDoubled {
 		if now {
 			t.c.DoubleCharges++
@@ -388,7 +439,7 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 	if j.status == aggregate.StatusReconciling {
 		w = t.reconciling[e.JobID]
 	}
-	s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: w.reason}, e)
+	s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: w.reason, CheckPending: j.checking}, e)
 	switch {
 	case s.Status != j.status:
 		if j.status != aggregate.StatusNew {
@@ -405,8 +456,8 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 		w.reason = s.Reconcile
 		t.enqueue(e.JobID, w)
 	}
-	j.status = s.Status
-	if t.forget && j.status.Terminal() {
+	j.status, j.checking = s.Status, s.CheckPending
+	if t.forget && !j.live() {
 		j = jobTally{} // finished: counted, and let go
 	}
 	t.remember(e.JobID, h, isHex, j)
@@ -414,26 +465,40 @@ func (t *Tally) apply(r projections.Record, history []events.Event, withHistory 
 	return true
 }
 
-// count adds what e says of the job's purchases to j, and returns how
-// many purchases e adds: a stored observation one, a charged
-// reconciliation the charges it lists (at least one). A reconciliation
+// count adds what e says of the job's purchases to j, as
+// aggregate.Purchases counts them, and returns what e adds: searches
+// serpent bought, and double charges of the API found. A reconciliation
 // lists only charges the job had not accounted for before
 // (aggregate.Verify checks), so they add up without request ids kept.
-func (j *jobTally) count(e events.Event) int {
-	switch d := e.Data.(type) {
-	case events.Reconciled:
-		if d.Verdict == aggregate.VerdictCharged {
-			n := max(distinctCharges(d.Entries), 1)
-			j.purchases += n
-			return n
-		}
-	case events.ObservationStored:
-		j.purchases++
-		return 1
-	case events.RepurchaseAuthorized:
+func (j *jobTally) count(e events.Event) (bought, apiDoubles int) {
+	if _, ok := e.Data.(events.RepurchaseAuthorized); ok {
 		j.repurchases++
+		return 0, 0
 	}
-	return 0
+	p := aggregate.PurchasesIn(e)
+	j.purchases += p.Bought
+	j.apiDoubles += p.Doubled
+	return p.Bought, p.Doubled
+}
+
+// noteDoubled puts a job the API charged twice at the front of the list
+// of such jobs.
+func (t *Tally) noteDoubled(jobID string) {
+	if i := slices.Index(t.doubled, jobID); i >= 0 {
+		t.doubled = slices.Delete(t.doubled, i, i+1)
+	}
+	t.doubled = slices.Insert(t.doubled, 0, jobID)
+	if len(t.doubled) > DoubledJobs {
+		t.doubled = t.doubled[:DoubledJobs]
+	}
+}
+
+// Doubled returns the jobs the API charged twice under one key, as found
+// live, the latest first: at most DoubledJobs of them.
+func (t *Tally) Doubled() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.doubled)
 }
 
 // replayJob is where a job stood before its event of version before, from
@@ -448,8 +513,8 @@ func replayJob(history []events.Event, before uint64) jobTally {
 			continue
 		}
 		j.count(e)
-		s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: reason}, e)
-		j.status, reason = s.Status, s.Reconcile
+		s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: reason, CheckPending: j.checking}, e)
+		j.status, reason, j.checking = s.Status, s.Reconcile, s.CheckPending
 	}
 	return j
 }
@@ -500,7 +565,7 @@ func (t *Tally) Counts() Counts {
 	c.Seq, c.CaughtUp = t.seq, t.caughtUp
 	c.Jobs = cloneMap(t.c.Jobs)
 	c.Events, c.Sends = cloneMap(t.c.Events), cloneMap(t.c.Sends)
-	c.Rotations, c.Reconciliations = cloneMap(t.c.Rotations), cloneMap(t.c.Reconciliations)
+	c.Rotations, c.Reconciliations, c.Checks = cloneMap(t.c.Rotations), cloneMap(t.c.Reconciliations), cloneMap(t.c.Checks)
 	for _, s := range aggregate.Statuses() {
 		c.Jobs[s] += 0
 	}
@@ -542,15 +607,4 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 		out[k] = v
 	}
 	return out
-}
-
-// distinctCharges counts the charges (aggregate.ChargeID) entries name.
-func distinctCharges(entries []events.LedgerEntry) int {
-	n := 0
-	for i, en := range entries {
-		if !slices.ContainsFunc(entries[:i], func(x events.LedgerEntry) bool { return aggregate.ChargeID(x) == aggregate.ChargeID(en) }) {
-			n++
-		}
-	}
-	return n
 }

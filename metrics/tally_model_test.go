@@ -27,6 +27,8 @@ type modelJob struct {
 	since       time.Time
 	purchases   int
 	repurchases int
+	apiDoubles  int
+	checking    bool
 	charges     map[string]bool // aggregate.ChargeID of the charges found
 }
 
@@ -35,7 +37,7 @@ func (j *modelJob) doubled() bool { return j.purchases > 1+j.repurchases }
 func newModelTally() *modelTally {
 	return &modelTally{jobs: map[string]*modelJob{}, reconciling: map[string]*modelJob{}, c: Counts{
 		Jobs: map[aggregate.Status]int{}, Events: map[string]uint64{}, Sends: map[string]uint64{},
-		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{},
+		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{}, Checks: map[string]uint64{},
 	}}
 }
 
@@ -92,6 +94,24 @@ func (t *modelTally) Apply(r projections.Record) {
 		}
 	case events.RepurchaseAuthorized:
 		j.repurchases++
+	case events.ChargesChecked:
+		t.c.Checks[d.Verdict]++
+		n := 0 // distinct charges: the first is the stored key's purchase
+		seen := map[string]bool{}
+		for _, en := range d.Entries {
+			if !seen[aggregate.ChargeID(en)] {
+				seen[aggregate.ChargeID(en)] = true
+				n++
+			}
+		}
+		if n > 1 {
+			if j.apiDoubles == 0 {
+				t.c.APIDoubleJobs++
+			}
+			j.apiDoubles += n - 1
+			t.c.APIDoubleCharges += n - 1
+			t.c.Purchases += uint64(n - 1)
+		}
 	}
 	if now := j.doubled(); now != wasDoubled {
 		if now {
@@ -100,7 +120,7 @@ func (t *modelTally) Apply(r projections.Record) {
 			t.c.DoubleCharges--
 		}
 	}
-	s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: j.reconcile}, e)
+	s := aggregate.Apply(aggregate.State{Status: j.status, Reconcile: j.reconcile, CheckPending: j.checking}, e)
 	if s.Status != j.status {
 		if j.status != aggregate.StatusNew {
 			t.c.Jobs[j.status]--
@@ -112,7 +132,7 @@ func (t *modelTally) Apply(r projections.Record) {
 			t.reconciling[e.JobID] = j
 		}
 	}
-	j.status, j.reconcile = s.Status, s.Reconcile
+	j.status, j.reconcile, j.checking = s.Status, s.Reconcile, s.CheckPending
 	if i := slices.Index(t.recent, e.JobID); i >= 0 {
 		t.recent = slices.Delete(t.recent, i, i+1)
 	}
@@ -134,7 +154,7 @@ func (t *modelTally) Counts() Counts {
 	c.Seq = t.seq
 	c.Jobs = cloneMap(t.c.Jobs)
 	c.Events, c.Sends = cloneMap(t.c.Events), cloneMap(t.c.Sends)
-	c.Rotations, c.Reconciliations = cloneMap(t.c.Rotations), cloneMap(t.c.Reconciliations)
+	c.Rotations, c.Reconciliations, c.Checks = cloneMap(t.c.Rotations), cloneMap(t.c.Reconciliations), cloneMap(t.c.Checks)
 	for _, s := range aggregate.Statuses() {
 		c.Jobs[s] += 0
 	}

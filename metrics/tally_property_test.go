@@ -68,10 +68,10 @@ func TestTallyAgreesWithTheModel(t *testing.T) {
 			requireKeptOnce(t, tally, ids)
 			require.Positive(t, asked, "finished jobs came back")
 			for _, p := range forgetful.jobs {
-				require.False(t, p.unpack().status.Terminal(), "a finished job is kept")
+				require.True(t, p.unpack().live(), "a finished job is kept")
 			}
 			for id, j := range forgetful.wide {
-				require.False(t, j.status.Terminal(), "finished job %q is kept", id)
+				require.True(t, j.live(), "finished job %q is kept", id)
 			}
 			require.Less(t, forgetful.Remembered(), tally.Remembered())
 		})
@@ -139,7 +139,7 @@ func (ids jobIDs) pick(rng *rand.Rand) string {
 func randomEvent(rng *rand.Rand, ids jobIDs) events.Event {
 	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
 	var data events.Payload
-	switch rng.IntN(13) {
+	switch rng.IntN(14) {
 	case 0:
 		data = events.JobScheduled{}
 	case 1:
@@ -164,7 +164,16 @@ func randomEvent(rng *rand.Rand, ids jobIDs) events.Event {
 		}
 		data = r
 	case 8, 9:
-		data = events.ObservationStored{Pages: rng.IntN(5) - 1}
+		data = events.ObservationStored{Key: "k", Pages: rng.IntN(5) - 1, CheckCharges: rng.IntN(3) == 0}
+	case 13:
+		c := events.ChargesChecked{Key: "k", Verdict: aggregate.VerdictConfirmed}
+		for range rng.IntN(3) {
+			c.Entries = append(c.Entries, events.LedgerEntry{RequestID: fmt.Sprintf("req_%x", rng.Uint64()), Key: "k", BilledPages: 1})
+		}
+		if c.Charges = len(c.Entries); c.Charges > 1 {
+			c.Verdict = aggregate.VerdictDoubleCharge
+		}
+		data = c
 	case 10:
 		data = events.JobFailed{Reason: pick(aggregate.ReasonAPIError, aggregate.ReasonKeyBudget)}
 	case 11:
@@ -193,7 +202,13 @@ func TestPackedJob(t *testing.T) {
 			}
 		}
 	}
+	j := jobTally{status: aggregate.StatusSucceeded, purchases: 1, checking: true}
+	b, ok := pack(j)
+	require.True(t, ok, "a succeeded job checking its charges packs")
+	require.Equal(t, j, b.unpack())
 	for _, j := range []jobTally{
+		{status: aggregate.StatusSucceeded, apiDoubles: 1},
+		{status: aggregate.StatusFailed, checking: true},
 		{status: aggregate.StatusSucceeded, purchases: 4},
 		{status: aggregate.StatusRetrying, repurchases: 4},
 		{status: aggregate.StatusChargedNoResult, purchases: -1},

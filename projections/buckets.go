@@ -112,6 +112,11 @@ func Targets(e events.Event) []Target {
 		add(ObservationTarget(e.JobID), KeyTarget(d.Key), job, day)
 	case events.RepurchaseAuthorized:
 		add(job, day)
+	case events.ChargesChecked:
+		add(KeyTarget(d.Key), job)
+		if d.Charges > 1 {
+			add(day)
+		}
 	}
 	return out
 }

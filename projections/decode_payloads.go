@@ -268,6 +268,8 @@ func decodeObservationStored(s *scan) (events.Payload, bool) {
 			return seen.first(3) && s.int(&p.Pages)
 		case "result":
 			return seen.first(4) && s.raw(&p.Result)
+		case "check_charges":
+			return seen.first(5) && s.bool(&p.CheckCharges)
 		}
 		return false
 	})

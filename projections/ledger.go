@@ -41,7 +41,10 @@ type KeyLedger struct {
 	// the key, exact, from the billing ledger.
 	Reconciled string               `json:"reconciled,omitempty"`
 	Charges    []events.LedgerEntry `json:"charges,omitempty"`
-	Seq        uint64               `json:"seq"`
+	// Checked is the verdict of the check of the accepted key's charges
+	// (confirmed, double_charge), whose charges are in Charges too.
+	Checked string `json:"checked,omitempty"`
+	Seq     uint64 `json:"seq"`
 }
 
 func (k *KeyLedger) lastSeq() uint64 { return k.Seq }
@@ -83,6 +86,11 @@ func (k *KeyLedger) apply(r Record) {
 				k.Charges = appendCharge(k.Charges, en)
 			}
 		}
+	case events.ChargesChecked:
+		k.Checked = d.Verdict
+		for _, en := range d.Entries {
+			k.Charges = appendCharge(k.Charges, en)
+		}
 	case events.ObservationStored:
 		k.Key = d.Key
 		k.Accepted, k.Pages = true, d.Pages
@@ -101,17 +109,20 @@ type JobLedger struct {
 	Keys    []string `json:"keys"`
 	Sends   int      `json:"sends"`
 	Replays int      `json:"replays"`
-	// Purchases counts what the log says was bought: the stored
-	// observation and every distinct charge the reconciliations found
+	// Purchases counts the searches serpent bought: the stored
+	// observation and every key the reconciliations found charged
 	// (charged_no_result), as aggregate.Purchases counts them. More than
 	// 1 + RepurchasesAuthorized breaks a promise; the audit reports it.
+	// DoubleCharges are the API's own double charges under one key that
+	// the log found live.
 	Purchases             int `json:"purchases"`
+	DoubleCharges         int `json:"double_charges,omitempty"`
 	RepurchasesAuthorized int `json:"repurchases_authorized"`
 	// AcceptedKey is the key whose execution the job stored; Pages are its
 	// pages with results.
 	AcceptedKey string `json:"accepted_key,omitempty"`
 	Pages       int    `json:"pages"`
-	// Charges are the charges reconciliations found, exact.
+	// Charges are the charges reconciliations and checks found, exact.
 	Charges []events.LedgerEntry `json:"charges,omitempty"`
 	Seq     uint64               `json:"seq"`
 }
@@ -145,17 +156,36 @@ func (j *JobLedger) apply(r Record) {
 		if d.Verdict != aggregate.VerdictCharged {
 			break // lists no charge (aggregate.Verify checks)
 		}
-		before := len(j.Charges)
-		for _, en := range d.Entries {
-			j.Charges = appendCharge(j.Charges, en)
-		}
 		if len(d.Entries) == 0 {
 			j.Purchases++ // a charge recorded without its entries
-		} else {
-			j.Purchases += len(j.Charges) - before
 		}
+		j.addCharges(d.Entries)
+	case events.ChargesChecked:
+		j.addCharges(d.Entries)
 	case events.RepurchaseAuthorized:
 		j.RepurchasesAuthorized++
+	}
+}
+
+// addCharges counts charges found in the billing ledger as
+// aggregate.Purchases does: the first on a key other than the accepted
+// one is a purchase, the first on the accepted key that purchase's
+// charge, any other on a key the API's double charge. A charge found
+// again counts once.
+func (j *JobLedger) addCharges(entries []events.LedgerEntry) {
+	for _, en := range entries {
+		before := len(j.Charges)
+		key := en.Key
+		charged := slices.ContainsFunc(j.Charges, func(x events.LedgerEntry) bool { return key != "" && x.Key == key })
+		if j.Charges = appendCharge(j.Charges, en); len(j.Charges) == before {
+			continue
+		}
+		switch {
+		case charged:
+			j.DoubleCharges++
+		case key == "" || key != j.AcceptedKey:
+			j.Purchases++
+		}
 	}
 }
 
@@ -175,6 +205,11 @@ type DayLedger struct {
 	ChargedNoResult     int   `json:"charged_no_result"`
 	ChargedPages        int   `json:"charged_pages"`
 	ChargedAmountMicros int64 `json:"charged_amount_micros"`
+	// DoubleCharges count the charges beyond the first that the API made
+	// under one key, found that day by a check of a stored key's charges;
+	// DoubleChargedMicros is their amount, exact.
+	DoubleCharges       int   `json:"double_charges,omitempty"`
+	DoubleChargedMicros int64 `json:"double_charged_micros,omitempty"`
 	Repurchases         int   `json:"repurchases"`
 	// EstSpendMicros is an ESTIMATE: Pages × PriceMicrosPerPage plus
 	// ChargedAmountMicros. It ignores free pages and price changes;
@@ -215,13 +250,22 @@ func (d *DayLedger) apply(r Record) {
 		}
 	case events.RepurchaseAuthorized:
 		d.Repurchases++
+	case events.ChargesChecked:
+		// The first charge is the stored observation's, which the day of
+		// its storing counts; the others are the API's doubles.
+		for i, en := range p.Entries {
+			if i > 0 {
+				d.DoubleCharges++
+				d.DoubleChargedMicros += en.AmountMicros
+			}
+		}
 	}
 }
 
 // estimate fills the spend estimate at the given price.
 func (d *DayLedger) estimate(price int64) {
 	d.PriceMicrosPerPage = price
-	d.EstSpendMicros = int64(d.Pages)*price + d.ChargedAmountMicros
+	d.EstSpendMicros = int64(d.Pages)*price + d.ChargedAmountMicros + d.DoubleChargedMicros
 }
 
 func appendNew(list []string, v string) []string {

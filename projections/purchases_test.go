@@ -46,7 +46,7 @@ func TestJobLedgerCountsEveryDistinctCharge(t *testing.T) {
 			var j projections.JobLedger
 			require.NoError(t, json.Unmarshal(v, &j))
 			require.Equal(t, tt.want, j.Purchases)
-			require.Equal(t, aggregate.Purchases(log), j.Purchases, "as the audit counts")
+			require.Equal(t, aggregate.PurchasesOf(log).Bought, j.Purchases, "as the audit counts")
 		})
 	}
 }

@@ -32,6 +32,20 @@ type JobView struct {
 	Failure     *events.JobFailed    `json:"failure,omitempty"`
 	Cancelled   *events.JobCancelled `json:"cancelled,omitempty"`
 	Repurchases int                  `json:"repurchases,omitempty"`
+	// ChargeCheck is the check of the stored key's charges in the billing
+	// ledger, made when the log cannot prove that the stored result was
+	// the key's only execution.
+	ChargeCheck *ChargeCheckView `json:"charge_check,omitempty"`
+}
+
+// ChargeCheckView is a check of a stored key's charges: pending until the
+// key's searches have ended, then its verdict (confirmed, or
+// double_charge: the API charged the key more than once).
+type ChargeCheckView struct {
+	Pending    bool     `json:"pending"`
+	Verdict    string   `json:"verdict,omitempty"`
+	Charges    int      `json:"charges"`
+	RequestIDs []string `json:"request_ids,omitempty"`
 }
 
 // AttemptView is one key of a job.
@@ -83,6 +97,9 @@ func ViewOf(s aggregate.State) JobView {
 	case !s.Status.Terminal() && !s.NextRunAt.IsZero():
 		at := s.NextRunAt
 		v.NextRunAt = &at
+	case s.CheckPending:
+		at := s.Settled() // when the ledger is asked
+		v.NextRunAt = &at
 	}
 	for _, a := range s.Attempts {
 		av := AttemptView{Number: a.Number, Key: a.Key, Reason: a.Reason, CreatedAt: a.CreatedAt, Tries: a.Tries,
@@ -102,6 +119,15 @@ func ViewOf(s aggregate.State) JobView {
 	}
 	if r := s.Result; r != nil {
 		v.Result = &ResultView{Key: r.Key, RequestID: r.RequestID, Replayed: r.Replayed, Pages: r.Pages}
+	}
+	switch c := s.Checked; {
+	case s.CheckPending:
+		v.ChargeCheck = &ChargeCheckView{Pending: true}
+	case c != nil:
+		v.ChargeCheck = &ChargeCheckView{Verdict: c.Verdict, Charges: c.Charges}
+		for _, en := range c.Entries {
+			v.ChargeCheck.RequestIDs = appendNew(v.ChargeCheck.RequestIDs, en.RequestID)
+		}
 	}
 	return v
 }

@@ -29,7 +29,7 @@ func (b *bench) chargedAsLogged(bug string) {
 	b.t.Helper()
 	evs, _, err := b.store.Load(context.Background(), b.job)
 	require.NoError(b.t, err)
-	if charges, accounted := b.charges(), chaos.Accounted(aggregate.Fold(evs)); charges != accounted {
+	if charges, accounted := b.charges(), chaos.Accounted(evs, aggregate.Fold(evs)); charges != accounted {
 		what := fmt.Sprintf("the provider charged the job %d times; its log accounts for %d", charges, accounted)
 		if got := b.classify(); got == bug {
 			b.t.Fatalf("bug %s is back: %s", bug, what)

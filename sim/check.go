@@ -68,15 +68,13 @@ func (w *World) check() {
 		}
 		s := aggregate.Fold(evs)
 		r.Final[s.Status]++
-		if !s.Status.Terminal() { // promise 5
-			r.fail("job %s is still %s (next run %s) at the end; faults stopped %s before",
-				job, s.Status, s.NextRunAt.Sub(w.start), w.cfg.Settle)
+		if !s.Finished() { // promise 5
+			r.fail("job %s is still %s (next run %s, check of charges pending %t) at the end; faults stopped %s before",
+				job, s.Status, s.NextRunAt.Sub(w.start), s.CheckPending, w.cfg.Settle)
 		}
 		w.tally(evs)
-		charges := 0
 		for _, a := range s.Attempts {
 			keyJob[a.Key] = job
-			charges += st.ChargesPerKey[a.Key]
 			// Promise 3, from the provider's side: the engine let every
 			// request of a key go after its claim and before its deadline;
 			// a process pause may hold it a little longer, never past the
@@ -96,12 +94,21 @@ func (w *World) check() {
 				}
 			}
 		}
-		// Promise 2, from the provider's ledger: at most one charge per
-		// job, and exactly the charge the log accounts for.
-		if charges > 1+s.Repurchases {
+		// Promise 2, from the provider's ledger: at most one key charged
+		// per job, and exactly the charges the log accounts for. Promise
+		// 9: every double charge the API made under one key is found live.
+		books := chaos.BooksOf(s, st.ChargesPerKey)
+		found := aggregate.PurchasesOf(evs).Doubled
+		r.APIDoubleCharges += books.Doubled
+		r.APIDoublesFound += found
+		charges := books.Charges
+		switch want := chaos.Accounted(evs, s); {
+		case books.Keys > 1+s.Repurchases:
 			r.DuplicateCharges++
-			w.knownOrFail(w.classify(evs, s, st.ChargesPerKey), "job %s was charged %d times (%d re-purchases authorised)", job, charges, s.Repurchases)
-		} else if want := chaos.Accounted(s); s.Status.Terminal() && charges != want {
+			w.knownOrFail(w.classify(evs, s, st.ChargesPerKey), "job %s: %d of its keys were charged (%d re-purchases authorised)", job, books.Keys, s.Repurchases)
+		case s.Finished() && books.Doubled != found:
+			r.fail("job %s: the API charged its keys %d times more than once, its log found %d (promise 9)", job, books.Doubled, found)
+		case s.Finished() && charges != want:
 			w.knownOrFail(w.classify(evs, s, st.ChargesPerKey), "job %s is %s with %d charges, but its log accounts for %d", job, s.Status, charges, want)
 		}
 		if s.Status == aggregate.StatusChargedNoResult {

@@ -164,6 +164,7 @@ func RandomConfig(seed uint64, jobs int) Config {
 			DropBeforeSearch: f(0.04), DropAfterSearch: f(0.06), GatewayPage502: f(0.03), GatewayPage504: f(0.03),
 			SlowSearch: f(0.02), Timeout408: f(0.04), Failed424: f(0.02), Unavailable503: f(0.02),
 			BillingUnavailable503: f(0.03), EarlyExpiry: f(0.03), RateLimited429: f(0.02), ZeroResults: f(0.04),
+			FrontDoor: f(0.03), LostRecord: f(0.05),
 		},
 	}
 	crash := pick(0, 0.002, 0.005, 0.01, 0.02)

@@ -44,27 +44,30 @@ func (n naive) Step(ctx context.Context, jobID string, _ func()) (aggregate.Next
 // TestNaiveWorker runs the naive worker and serpent in the same worlds
 // (same seeds: the same jobs, provider faults, crashes and redeliveries)
 // and compares how many observations each bought more than once, by the
-// provider's own books.
+// provider's own books. serpent's count leaves out the API's own double
+// purchases under one key (the lost-record fault), which it cannot
+// prevent: each must be found live instead.
 func TestNaiveWorker(t *testing.T) {
 	seeds, jobs := 12, 300
 	if testing.Short() || raceEnabled {
 		seeds, jobs = 4, 100
 	}
-	var naiveJobs, naiveTwice, serpentJobs, serpentTwice int
+	var naiveJobs, naiveTwice, serpentJobs, serpentTwice, apiDoubles, apiFound int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		cfg := sim.RandomConfig(seed, jobs)
 		done := &sync.Map{}
 		nrep := sim.Run(t, cfg, func(p sim.Ports) sim.Stepper { return naive{p: p, done: done} })
 		srep := sim.Run(t, cfg, nil)
 		naiveJobs, naiveTwice = naiveJobs+nrep.Jobs, naiveTwice+nrep.BodiesChargedTwice
-		serpentJobs, serpentTwice = serpentJobs+srep.Jobs, serpentTwice+srep.BodiesChargedTwice-knownTwice(srep)
+		serpentJobs, serpentTwice = serpentJobs+srep.Jobs, serpentTwice+srep.DuplicateCharges-knownTwice(srep)
+		apiDoubles, apiFound = apiDoubles+srep.APIDoubleCharges, apiFound+srep.APIDoublesFound
 		if srep.Failed() {
 			t.Fatalf("seed %d: serpent broke a promise:\n%s", seed, srep)
 		}
 	}
 	rate := func(n, of int) string { return fmt.Sprintf("%d of %d (%.2f%%)", n, of, 100*float64(n)/float64(of)) }
-	t.Logf("observations bought twice or more: naive worker %s, serpent %s (known engine bugs left out)",
-		rate(naiveTwice, naiveJobs), rate(serpentTwice, serpentJobs))
+	t.Logf("observations bought twice or more: naive worker %s, serpent %s (known engine bugs left out); the API's own double charges under serpent: %d made, %d found live",
+		rate(naiveTwice, naiveJobs), rate(serpentTwice, serpentJobs), apiDoubles, apiFound)
 	if naiveTwice == 0 {
 		t.Error("the naive worker never bought twice: the worlds are too calm to compare")
 	}
@@ -77,5 +80,5 @@ func TestNaiveWorker(t *testing.T) {
 // bugs (reported, not failed, by the simulation).
 func knownTwice(r *sim.Report) int {
 	n := r.Known[chaos.BugStaleTryRotates] + r.Known[chaos.BugReconcileWhileRunning]
-	return min(n, r.BodiesChargedTwice)
+	return min(n, r.DuplicateCharges)
 }

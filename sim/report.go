@@ -30,13 +30,17 @@ type Report struct {
 	Injected                        map[string]int // point:verdict
 	// Naks counts the deliveries workers asked to have again: a failed
 	// step, a wait handed back.
-	Naks                              int
-	HitHorizon                        bool
-	Sends, Executions, Charges        int
-	SandboxFaults                     map[sandbox.FaultKind]int
-	Outcomes                          map[string]int // by class
-	Rotations, Deadlines, Reconciles  int
+	Naks                             int
+	HitHorizon                       bool
+	Sends, Executions, Charges       int
+	SandboxFaults                    map[sandbox.FaultKind]int
+	Outcomes                         map[string]int // by class
+	Rotations, Deadlines, Reconciles int
+	// DuplicateCharges are jobs serpent bought twice (more than one key
+	// charged); APIDoubleCharges the charges beyond the first the API made
+	// under one key, by its books; APIDoublesFound those the logs found.
 	DuplicateCharges, ChargedNoResult int
+	APIDoubleCharges, APIDoublesFound int
 	// BodiesChargedTwice counts, by the provider's books alone, the search
 	// bodies (one per job) charged more than once, whatever keys did it.
 	BodiesChargedTwice int
@@ -98,8 +102,8 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "  %d scheduler steps, %d deliveries (%d redelivered, %d duplicated, %d concurrent, %d asked again), %d crashes, %d restarts, %d pauses (longest %s)\n",
 		r.Steps, r.Deliveries, r.Redeliveries, r.DuplicateDeliveries, r.ConcurrentDeliveries, r.Naks, r.Crashes, r.Restarts, r.Pauses, r.LongestPause.Round(time.Second))
 	fmt.Fprintf(&b, "  injected %s; sandbox faults %s\n", counts(r.Injected), counts(r.SandboxFaults))
-	fmt.Fprintf(&b, "  %d requests, %d executions, %d charges, %d duplicate charges; outcomes %s; %d rotations, %d deadlines, %d reconciliations\n",
-		r.Sends, r.Executions, r.Charges, r.DuplicateCharges, counts(r.Outcomes), r.Rotations, r.Deadlines, r.Reconciles)
+	fmt.Fprintf(&b, "  %d requests, %d executions, %d charges, %d double charges by serpent, %d by the API (%d found live); outcomes %s; %d rotations, %d deadlines, %d reconciliations\n",
+		r.Sends, r.Executions, r.Charges, r.DuplicateCharges, r.APIDoubleCharges, r.APIDoublesFound, counts(r.Outcomes), r.Rotations, r.Deadlines, r.Reconciles)
 	if len(r.Known) > 0 {
 		fmt.Fprintf(&b, "  KNOWN BUGS %s\n", counts(r.Known))
 	}

@@ -54,6 +54,8 @@ func TestSimulation(t *testing.T) {
 		crashes    int
 		charges    int
 		duplicates int
+		apiDoubles int
+		apiFound   int
 		known      = map[string][]uint64{}
 	)
 	start := time.Now()
@@ -74,6 +76,8 @@ func TestSimulation(t *testing.T) {
 				crashes += rep.Crashes
 				charges += rep.Charges
 				duplicates += rep.DuplicateCharges
+				apiDoubles += rep.APIDoubleCharges
+				apiFound += rep.APIDoublesFound
 				for bug := range rep.Known {
 					known[bug] = append(known[bug], seed)
 				}
@@ -88,8 +92,8 @@ func TestSimulation(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("seeds %d..%d: %d jobs in %s; %d worker crashes, %d charges, %d jobs charged twice",
-		base, base+uint64(seeds)-1, total.Load(), time.Since(start).Round(time.Millisecond), crashes, charges, duplicates)
+	t.Logf("seeds %d..%d: %d jobs in %s; %d worker crashes, %d charges, %d jobs charged twice by serpent; the API's own double charges: %d made, %d found live",
+		base, base+uint64(seeds)-1, total.Load(), time.Since(start).Round(time.Millisecond), crashes, charges, duplicates, apiDoubles, apiFound)
 	for bug, seeds := range known {
 		slices.Sort(seeds)
 		t.Logf("known bug %s (see chaos.Bug*) in seeds %v", bug, seeds)

@@ -299,7 +299,7 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		}
 		rule := e.decider.Table.Decision(out.Status, out.Code, sent.Try, out.Replayed)
 		billed := rule.Class == aggregate.ClassSuccess && out.Pages > 0
-		switch searchState(rule.Class, res.Unknown) {
+		switch searchState(rule.Class, aggregate.SpeaksForKey(sent.Try, out.Replayed), res.Unknown) {
 		case searchEnded:
 			permit.SearchOver() // the key's search has ended, an earlier send's too
 		case searchMayRun:
@@ -457,7 +457,8 @@ func (e *Engine) storeWait(ctx context.Context, s aggregate.State, msg string, e
 }
 
 // reconcile asks the billing ledger about every key the job sent and
-// records the verdict.
+// records the verdict, or, for a stored result the log cannot prove was
+// its key's only execution, about that key, and records what it found.
 func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (known, error) {
 	q := s.ReconcileQuery()
 	var entries []serper.LedgerEntry
@@ -489,6 +490,16 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	if err != nil {
 		return known{}, fmt.Errorf("job %s: append reconciliation: %w", s.JobID, err)
 	}
+	if c, ok := evs[0].Data.(events.ChargesChecked); ok {
+		log := e.jobLog(s.JobID, s)
+		if c.Verdict == aggregate.VerdictDoubleCharge {
+			log.Error("the API charged the stored key more than once (its own double purchase); recorded in the job's log",
+				"key", c.Key, "charges", c.Charges)
+		} else {
+			log.Info("charges checked", "verdict", c.Verdict, "charges", c.Charges)
+		}
+		return after(s, ver, evs), e.hook(e.cfg.Hooks.AfterRecord, s.JobID)
+	}
 	rec, ok := evs[0].Data.(events.Reconciled)
 	if !ok {
 		// No verdict: the API said the key was billed, and the ledger
@@ -514,12 +525,19 @@ const (
 	searchEnded         // it has ended, whichever send started it
 )
 
-// searchState reads an answer's class (and, for an unknown outcome, why)
-// for what it says of the key's search.
-func searchState(c aggregate.Class, unknown string) int {
+// searchState reads an answer's class for what it says of the key's
+// search. speaks: the answer is the key's own (see
+// aggregate.SpeaksForKey); a resend's own error leaves an earlier send's
+// search where it was, perhaps still running. unknown says why an
+// outcome is unknown.
+func searchState(c aggregate.Class, speaks bool, unknown string) int {
 	switch {
-	case c == aggregate.ClassSuccess, c == aggregate.ClassRetryable, c == aggregate.ClassReplayUnavailable:
+	case c == aggregate.ClassSuccess, c == aggregate.ClassReplayUnavailable:
 		return searchEnded
+	case c == aggregate.ClassRetryable && speaks:
+		return searchEnded
+	case c.Definite() && !speaks:
+		return searchMayRun
 	case !c.Definite() && unknown != serper.UnknownNotSent:
 		return searchMayRun
 	}

@@ -14,20 +14,25 @@ import (
 func TestSearchState(t *testing.T) {
 	for _, tc := range []struct {
 		class   aggregate.Class
+		speaks  bool // the key's first send, or replayed
 		unknown string
 		want    int
 	}{
-		{aggregate.ClassUnknown, serper.UnknownTimeout, searchMayRun},
-		{aggregate.ClassUnknown, serper.UnknownConnection, searchMayRun},
-		{aggregate.ClassUnknown, serper.UnknownNotSent, searchUnsaid},
-		{aggregate.ClassInProgress, "", searchMayRun},
-		{aggregate.ClassUnresolved, "", searchMayRun},
-		{aggregate.ClassSuccess, "", searchEnded},
-		{aggregate.ClassRetryable, "", searchEnded},
-		{aggregate.ClassReplayUnavailable, "", searchEnded},
-		{aggregate.ClassRateLimited, "", searchUnsaid},
-		{aggregate.ClassFailure, "", searchUnsaid},
+		{aggregate.ClassUnknown, true, serper.UnknownTimeout, searchMayRun},
+		{aggregate.ClassUnknown, false, serper.UnknownConnection, searchMayRun},
+		{aggregate.ClassUnknown, true, serper.UnknownNotSent, searchUnsaid},
+		{aggregate.ClassInProgress, false, "", searchMayRun},
+		{aggregate.ClassUnresolved, false, "", searchMayRun},
+		{aggregate.ClassSuccess, false, "", searchEnded},
+		{aggregate.ClassRetryable, true, "", searchEnded},
+		{aggregate.ClassReplayUnavailable, false, "", searchEnded},
+		{aggregate.ClassRateLimited, true, "", searchUnsaid},
+		{aggregate.ClassFailure, true, "", searchUnsaid},
+		// A resend's own error: an earlier send's search may still run.
+		{aggregate.ClassRetryable, false, "", searchMayRun},
+		{aggregate.ClassRateLimited, false, "", searchMayRun},
+		{aggregate.ClassFailure, false, "", searchMayRun},
 	} {
-		require.Equal(t, tc.want, searchState(tc.class, tc.unknown), "%s %s", tc.class, tc.unknown)
+		require.Equal(t, tc.want, searchState(tc.class, tc.speaks, tc.unknown), "%s speaks=%t %s", tc.class, tc.speaks, tc.unknown)
 	}
 }

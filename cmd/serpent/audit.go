@@ -427,6 +427,10 @@ func printReport(w io.Writer, r audit.Report) error {
 	}
 	fmt.Fprintf(tw, "jobs\t%d: %s (%d legitimately pending)\n", r.Jobs, orDash(strings.Join(statuses, ", ")), r.Pending)
 	fmt.Fprintf(tw, "purchases\t%d (%d re-purchases authorised)\n", r.Purchases, r.RepurchasesAuthorized)
+	if r.DoubleCharges > 0 {
+		fmt.Fprintf(tw, "double charges\t%d made by the API under one key, found live, in %d jobs: %s\n",
+			r.DoubleCharges, len(r.DoubleChargedJobs), strings.Join(r.DoubleChargedJobs, ", "))
+	}
 	if c := r.Commands; c != nil {
 		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d pending at the intake, %d stuck, %d lost\n",
 			c.Commands, c.Jobs, c.Rejected, c.Pending, c.Stuck, c.Lost)
@@ -435,8 +439,8 @@ func printReport(w io.Writer, r audit.Report) error {
 		}
 	}
 	if l := r.Ledger; l != nil {
-		fmt.Fprintf(tw, "billing ledger\t%d charges: %d observations, %d found by reconciliation, %d in flight, %d on cancelled jobs, %d unexplained; %d billed pages, %s\n",
-			l.Charges, l.Observations, l.Reconciled, l.InFlight, l.Cancelled, l.Unexplained, l.BilledPages, dollars(l.AmountMicros))
+		fmt.Fprintf(tw, "billing ledger\t%d charges: %d observations, %d found by reconciliation, %d double charges of the API found live, %d in flight, %d on cancelled jobs, %d unexplained; %d billed pages, %s\n",
+			l.Charges, l.Observations, l.Reconciled, l.DoubleCharged, l.InFlight, l.Cancelled, l.Unexplained, l.BilledPages, dollars(l.AmountMicros))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

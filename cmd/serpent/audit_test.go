@@ -115,7 +115,8 @@ func recordAudit(t *testing.T) {
 		"dropAfterSearch":0.25,"timeout408":0.1,"earlyExpiry":0.4,"zeroResults":0.05,
 		"billingUnavailable503":0.05,"gatewayPage502":0.05}}`), 0o644))
 	r := startEngine(t, nil, "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "",
-		"--sandbox-config", cfg, "--base-delay", "20ms", "--max-delay", "200ms", "--log-level", "warn")
+		"--sandbox-config", cfg, "--base-delay", "20ms", "--max-delay", "200ms", "--log-level", "warn",
+		"--client-timeout", "2s", "--lease", "12s")
 	_, js := natstest.Connect(t, r.natsURL)
 	ctx := context.Background()
 	publish := func(p string) {
@@ -159,7 +160,11 @@ func recordAudit(t *testing.T) {
 	var lines [][]byte
 	_, err = projector.ReadStream(ctx, js, snats.EventStream, snats.EventSubjectPrefix+">", 1, 0, 1000, func(msgs []projector.Message) error {
 		for _, m := range msgs {
-			lines = append(lines, m.Data)
+			parts, err := events.Split(m.Data) // a line an event
+			if err != nil {
+				return err
+			}
+			lines = append(lines, parts...)
 		}
 		return nil
 	})

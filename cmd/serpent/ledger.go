@@ -152,6 +152,9 @@ func printJobLedger(w io.Writer, v projections.JobLedger) error {
 	fmt.Fprintf(tw, "keys\t%s\n", strings.Join(v.Keys, ", "))
 	fmt.Fprintf(tw, "sends\t%d (%d replays)\n", v.Sends, v.Replays)
 	fmt.Fprintf(tw, "purchases\t%d (%d re-purchases authorised)\n", v.Purchases, v.RepurchasesAuthorized)
+	if v.DoubleCharges > 0 {
+		fmt.Fprintf(tw, "double charges\t%d more by the API under one key, found live\n", v.DoubleCharges)
+	}
 	fmt.Fprintf(tw, "accepted key\t%s (%d pages)\n", orDash(v.AcceptedKey), v.Pages)
 	for _, c := range v.Charges {
 		fmt.Fprintf(tw, "charge\t%s on %s: %d billed pages, %s\n", c.RequestID, c.Key, c.BilledPages, dollars(c.AmountMicros))
@@ -170,6 +173,9 @@ func printKeyLedger(w io.Writer, v projections.KeyLedger) error {
 	fmt.Fprintf(tw, "accepted\t%t (%d pages)\n", v.Accepted, v.Pages)
 	if v.DeadlineReached {
 		fmt.Fprintf(tw, "deadline\treached with the outcome unknown\n")
+	}
+	if v.Checked != "" {
+		fmt.Fprintf(tw, "charges checked\t%s\n", v.Checked)
 	}
 	if v.Reconciled != "" {
 		fmt.Fprintf(tw, "reconciled\t%s\n", v.Reconciled)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -503,4 +505,41 @@ func waitJobsInLog(t *testing.T, js jetstream.JetStream, n int) []string {
 		return nil
 	})
 	return ids
+}
+
+// TestDoubleChargesShownLive: the API loses the records of billed keys
+// and runs their resends again. The engine finds each double charge in
+// the billing ledger once the key's searches have ended, and shows it on
+// /metrics, on the status page and in serpent status.
+func TestDoubleChargesShownLive(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sandbox.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"seed":3,"faults":{"dropAfterSearch":0.5,"lostRecord":1}}`), 0o644))
+	r := startEngine(t, nil, "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--log-level", "error", "--sandbox-config", cfg, "--client-timeout", "2s", "--lease", "12s",
+		"--base-delay", "20ms", "--max-delay", "200ms")
+	base := r.opsURL(t)
+	_, js := natstest.Connect(t, r.natsURL)
+	publishJobs(t, js, "doubled", 6)
+	var body string
+	natstest.WaitFor(t, time.Minute, func() error {
+		_, body = get(t, base+"/metrics")
+		if n := metricValue(body, `serpent_charge_checks_total{verdict="double_charge"}`); n < 1 {
+			return fmt.Errorf("%v double charges found", n)
+		}
+		return nil
+	})
+	require.Equal(t, 0.0, metricValue(body, `serpent_suspected_double_charges`), "serpent bought nothing twice")
+	require.GreaterOrEqual(t, metricValue(body, `serpent_api_double_charges_total`), 1.0)
+
+	_, page := get(t, base+"/")
+	m := regexp.MustCompile(`id="doubled">\s*<tr><th>job</th></tr>\s*<tr><td><code>([0-9a-f]{32})</code>`).FindStringSubmatch(page)
+	require.NotNil(t, m, "the status page lists the jobs:\n%s", page)
+	natstest.WaitFor(t, 20*time.Second, func() error { // serp_status follows the log
+		out, err := cli(t, r.natsURL, "status", m[1])
+		if err == nil && !strings.Contains(out, "DOUBLE CHARGE: the API charged the key") {
+			err = fmt.Errorf("serpent status shows no double charge yet:\n%s", out)
+		}
+		return err
+	})
 }

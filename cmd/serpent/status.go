@@ -230,6 +230,9 @@ func printJob(w io.Writer, v projections.JobView) error {
 	if r := v.Result; r != nil {
 		row("result", "%d pages, request %s, key %s, replayed %t", r.Pages, r.RequestID, r.Key, r.Replayed)
 	}
+	if c := v.ChargeCheck; c != nil {
+		row("charges", "%s", chargeCheckText(c))
+	}
 	if f := v.Failure; f != nil {
 		row("failure", "%s %d %s: %s", f.Reason, f.Status, f.Code, f.Message)
 	}
@@ -246,6 +249,17 @@ func printJob(w io.Writer, v projections.JobView) error {
 	return tw.Flush()
 }
 
+// chargeCheckText says what the check of a stored key's charges found.
+func chargeCheckText(c *projections.ChargeCheckView) string {
+	switch {
+	case c.Pending:
+		return "to be checked in the billing ledger once the key's searches have ended (the key was sent more than once)"
+	case c.Verdict == aggregate.VerdictDoubleCharge:
+		return fmt.Sprintf("DOUBLE CHARGE: the API charged the key %d times (requests %s)", c.Charges, strings.Join(c.RequestIDs, ", "))
+	}
+	return fmt.Sprintf("%s in the billing ledger (%d %s)", c.Verdict, c.Charges, plural(c.Charges, "charge", "charges"))
+}
+
 // lastOutcome says in a few words how the job's last send ended.
 func lastOutcome(v projections.JobView) string {
 	switch {
@@ -253,6 +267,13 @@ func lastOutcome(v projections.JobView) string {
 		s := fmt.Sprintf("200, stored (%d pages)", v.Result.Pages)
 		if v.Result.Replayed {
 			s += " (replayed)"
+		}
+		switch c := v.ChargeCheck; {
+		case c == nil:
+		case c.Pending:
+			s += ", charges to check"
+		case c.Verdict == aggregate.VerdictDoubleCharge:
+			s += fmt.Sprintf(", DOUBLE CHARGE by the API (%d charges)", c.Charges)
 		}
 		return s
 	case v.Failure != nil:

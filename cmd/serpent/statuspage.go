@@ -34,15 +34,10 @@ const (
 var statusHTML string
 
 var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":   func(now, t time.Time) string { return ago(now, t) },
-	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"money": func(micros int64) string { return fmt.Sprintf("$%.2f", float64(micros)/1e6) },
-	"plural": func(n int, one, many string) string {
-		if n == 1 {
-			return one
-		}
-		return many
-	},
+	"ago":    func(now, t time.Time) string { return ago(now, t) },
+	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"money":  func(micros int64) string { return fmt.Sprintf("$%.2f", float64(micros)/1e6) },
+	"plural": plural,
 }).Parse(statusHTML))
 
 // statusData is everything the status page shows.
@@ -59,6 +54,7 @@ type statusData struct {
 	Lag         string
 	Reconciling []metrics.Reconciling
 	RecTotal    int
+	Doubled     []string // jobs the API charged twice under one key, the latest first
 	Recent      []recentJob
 	Days        []dayBar
 	Chart       chart
@@ -135,6 +131,7 @@ func (s *opsServer) collectStatus(ctx context.Context, now time.Time) statusData
 		d.Total += d.Counts.Jobs[st]
 	}
 	d.Reconciling, d.RecTotal = s.tally.Reconciling(statusReconciling)
+	d.Doubled = s.tally.Doubled()
 	lag, err := projector.ReadLag(ctx, s.js, "", now)
 	switch {
 	case err != nil:
@@ -301,4 +298,12 @@ func roughly(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
