@@ -54,9 +54,10 @@ func (s sweepMetrics) collectors() []prometheus.Collector {
 
 // Swept records a sweep of jobs jobs in flight that took took.
 func (m *Metrics) Swept(took time.Duration, jobs int) {
-	m.sweep.rounds.WithLabelValues(SweepSwept).Inc()
+	// The round last: a scrape that counts it sees its figures too.
 	m.sweep.took.Observe(took.Seconds())
 	m.sweep.jobs.Set(float64(jobs))
+	m.sweep.rounds.WithLabelValues(SweepSwept).Inc()
 }
 
 // SweepRound records a round that swept no jobs, by outcome (SweepLeft,

@@ -153,8 +153,8 @@ func (s *sweeper) sweepJobs(ctx context.Context, ids *metrics.LiveJobs) bool {
 	}
 	took := time.Since(began)
 	if s.mx != nil {
-		s.mx.Swept(took, rep.Jobs)
 		s.mx.Rearmed(metrics.TimerOfJob, rep.Rearmed-rep.Held)
+		s.mx.Swept(took, rep.Jobs) // last: the round is counted once its figures are
 	}
 	s.log.Debug("sweep for lost timers done", "jobs", rep.Jobs, "live", rep.Live, "rearmed", rep.Rearmed, "took", took.Round(time.Millisecond))
 	switch {
