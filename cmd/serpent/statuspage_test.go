@@ -116,12 +116,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	dom := browse(t, browser, base+"/", "--dump-dom")
 	text := visibleText(dom)
-	for _, want := range []string{"Jobs by state", "succeeded", "jobs in all", "suspected double charges",
+	for _, want := range []string{"Jobs by state", "succeeded", "jobs in all", "double charges by serpent", "double charges by the API, found", "Double charges",
 		"Billed pages and spend per day", "Reconciliation queue", "Recent jobs", "API accounts", "500 pages", "espresso scale", "first sent", "tries"} {
 		require.Contains(t, text, want)
 	}
 	require.Regexp(t, `\b`+fmt.Sprint(jobs)+` jobs in all\b`, text)
-	require.Regexp(t, `\b0 suspected double charges\b`, text)
+	require.Regexp(t, `\b0 double charges by serpent\b`, text)
 	require.Regexp(t, `default \d+ pages?, \$\d+\.\d\d 500 pages \d+ of 4`, text, "the account's spend against its budget and its searches in flight")
 	require.Regexp(t, `key [0-9a-f]{8} scheduled at \d\d:\d\d:\d\d`, text, "attempt timelines show keys")
 	today := time.Now().UTC().Format("01-02")
