@@ -101,7 +101,8 @@ func TestRunEndToEnd(t *testing.T) {
 		"timeout408":0.04,"failed424":0.02,"unavailable503":0.02,"billingUnavailable503":0.04,
 		"earlyExpiry":0.04,"zeroResults":0.04,"rateLimited429":0.02}}`), 0o644))
 	r := startEngine(t, nil, "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "",
-		"--sandbox-config", sbCfg, "--base-delay", "20ms", "--max-delay", "300ms", "--workers", "32", "--log-level", "warn")
+		"--sandbox-config", sbCfg, "--base-delay", "20ms", "--max-delay", "300ms", "--workers", "32", "--log-level", "warn",
+		"--client-timeout", "2s", "--lease", "12s") // a reconciliation waits out the lease of the last send
 	require.NotEmpty(t, r.sandboxURL)
 	_, js := natstest.Connect(t, r.natsURL)
 	ctx := context.Background()
