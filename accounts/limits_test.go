@@ -74,13 +74,6 @@ func TestLimitsValidate(t *testing.T) {
 	}
 	require.True(t, slowest.Fits(accounts.Spend{}, 1000), "a day's spend at the highest price fits an int64")
 
-	// Limits stored before the bounds were hold within them.
-	old := accounts.Limits{MaxInFlight: 5000, RatePerSec: 1e-10, Burst: 1 << 40, PriceMicros: 1e18, DailyPages: 3}
-	require.Error(t, old.Validate())
-	require.NoError(t, old.Clamped().Validate())
-	require.Equal(t, accounts.Limits{MaxInFlight: accounts.MaxSlots, RatePerSec: accounts.MinRatePerSec, Burst: accounts.MaxBurst,
-		PriceMicros: accounts.MaxPriceMicros, DailyPages: 3}, old.Clamped())
-	require.Error(t, accounts.Limits{DailyPages: -1}.Clamped().Validate(), "a negative limit stays refused")
 }
 
 // TestSpendDoesNotWrapRound: a reply that reports absurdly many pages at

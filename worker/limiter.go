@@ -39,8 +39,11 @@ type Limiter struct {
 
 	mu     sync.Mutex
 	limits map[string]accounts.Limits
-	pauses map[string]time.Time
-	slots  map[string]slotValue // slot key -> its holder
+	// refused are the accounts whose stored limits do not decode (or are
+	// out of bounds): they keep the limits applied before, if any.
+	refused map[string]refusal
+	pauses  map[string]time.Time
+	slots   map[string]slotValue // slot key -> its holder
 	// markerAge is how old a delete marker must be to be purged.
 	markerAge time.Duration
 	freed     map[string]chan struct{}         // account -> closed when one of its slots frees
@@ -70,7 +73,11 @@ const (
 	WaitInFlight = "in_flight" // as many searches in flight as allowed
 	WaitRate     = "rate"      // the rate limit
 	WaitBudget   = "budget"    // the day's budget is spent
+	WaitRefused  = "refused"   // the stored limits are refused, and none were applied before
 )
+
+// WaitReasons are the reasons a job waits for its account.
+var WaitReasons = []string{WaitInFlight, WaitRate, WaitPaused, WaitBudget, WaitRefused}
 
 // ThrottledError says a job may not start a search now and for how long
 // its account is held back. Nothing was written; the job waits.
@@ -100,8 +107,8 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Limiter{js: js, kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
-		pauses: map[string]time.Time{}, slots: map[string]slotValue{}, freed: map[string]chan struct{}{},
-		waiting: map[string]map[string]waitReason{}}
+		refused: map[string]refusal{}, pauses: map[string]time.Time{}, slots: map[string]slotValue{},
+		freed: map[string]chan struct{}{}, waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := kv.WatchFiltered(wctx, []string{"limits.*", "pause.*", "slot.>"})
 	if err != nil {
@@ -148,27 +155,15 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 	case "limits":
 		if deleted {
 			delete(l.limits, rest)
+			delete(l.refused, rest)
 			break
 		}
-		var stored accounts.Limits
-		err := json.Unmarshal(e.Value(), &stored)
-		lim := stored.Clamped()
-		if err == nil {
-			err = lim.Validate()
-		}
+		lim, err := accounts.Decode(e.Value())
 		if err != nil {
-			// Written by hand, say: an account whose limits cannot be
-			// used is not thereby left with none it had.
-			l.log.Error("accounts: limits in the bucket cannot be used; the ones applied before stay", "account", rest,
-				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", err)
+			l.refuse(rest, e.Value(), err)
 			break
 		}
-		if lim != stored {
-			// Stored before the bounds were, or by hand: every engine
-			// holds the account to the same limits within them.
-			l.log.Warn("accounts: limits in the bucket are beyond their bounds; applied within them", "account", rest,
-				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", stored.Validate())
-		}
+		delete(l.refused, rest)
 		l.limits[rest] = lim
 	case "pause":
 		var p pauseValue
@@ -292,10 +287,14 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	acct := accountKey(account)
 	now := l.now()
 	l.mu.Lock()
-	lim, pause := l.limits[acct], l.pauses[acct]
+	lim, pause, held := l.limits[acct], l.pauses[acct], l.heldLocked(acct)
 	l.mu.Unlock()
 	if now.Before(pause) {
 		return nil, l.throttle(acct, jobID, WaitPaused, pause.Sub(now))
+	}
+	if held && !resend {
+		// No limits known: a new purchase could break any of them.
+		return nil, l.throttle(acct, jobID, WaitRefused, refusedRetry)
 	}
 	p := &Permit{l: l, account: acct, price: lim.Price()}
 	if lim.Unlimited() {

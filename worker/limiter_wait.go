@@ -16,6 +16,9 @@ type WaitingValue struct {
 	Jobs     int            `json:"jobs"`
 	ByReason map[string]int `json:"by_reason"`
 	At       time.Time      `json:"at"`
+	// Refused is set while the account's stored limits are refused: what
+	// this worker applies instead.
+	Refused *Applied `json:"refused,omitempty"`
 }
 
 // WaitingFresh is how old a WaitingValue may be and still count.
@@ -169,7 +172,8 @@ func (l *Limiter) purgeMarkers(ctx context.Context, old []jetstream.KeyValueEntr
 }
 
 // snapshotWaiting counts the jobs held back per account and reason,
-// forgetting those not held back for ten minutes.
+// forgetting those not held back for ten minutes, and tells what it
+// applies to accounts whose stored limits are refused.
 func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -184,6 +188,14 @@ func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
 			v.Jobs++
 			v.ByReason[w.reason]++
 		}
+		values[acct] = v
+	}
+	for acct := range l.refused {
+		v, ok := values[acct]
+		if !ok {
+			v = WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
+		}
+		v.Refused = &Applied{Held: l.heldLocked(acct), Limits: l.limits[acct]}
 		values[acct] = v
 	}
 	return values

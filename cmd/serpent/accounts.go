@@ -90,9 +90,6 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 		if err != nil {
 			return err
 		}
-		// A limit stored beyond its bounds (before they were) is the one
-		// the engines apply, within them: a change of another limit keeps it so.
-		lim = lim.Clamped()
 		set := map[string]func(){
 			"max-in-flight": func() { lim.MaxInFlight = *inFlight },
 			"rate":          func() { lim.RatePerSec = *rate },
