@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +43,10 @@ type Limiter struct {
 	refused map[string]refusal
 	pauses  map[string]time.Time
 	slots   map[string]slotValue // slot key -> its holder
+	// seen is the last revision of the bucket the watcher applied; moved
+	// is closed when it moves on (see fence).
+	seen  uint64
+	moved chan struct{}
 	// markerAge is how old a delete marker must be to be purged.
 	markerAge time.Duration
 	freed     map[string]chan struct{}         // account -> closed when one of its slots frees
@@ -107,7 +110,7 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Limiter{js: js, kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
-		refused: map[string]refusal{}, pauses: map[string]time.Time{}, slots: map[string]slotValue{},
+		refused: map[string]refusal{}, pauses: map[string]time.Time{}, slots: map[string]slotValue{}, moved: make(chan struct{}),
 		freed: map[string]chan struct{}{}, waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := kv.WatchFiltered(wctx, []string{"limits.*", "pause.*", "slot.>"})
@@ -151,6 +154,7 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 	deleted := e.Operation() != jetstream.KeyValuePut
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.moveOn(e.Revision())
 	switch kind, rest, _ := strings.Cut(key, "."); kind {
 	case "limits":
 		if deleted {
@@ -313,7 +317,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		}
 	}
 	if lim.MaxInFlight > 0 {
-		if err := l.waitForSlot(ctx, p, r, lim.MaxInFlight); err != nil {
+		if err := l.waitForSlot(ctx, p, r); err != nil {
 			return nil, err
 		}
 		// The account may have been paused, or its limits changed, while
@@ -407,91 +411,6 @@ func decodeSpend(b []byte) (accounts.Spend, error) {
 func budgetRetry(now time.Time) time.Duration {
 	midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	return max(min(10*time.Second, midnight.Sub(now)), time.Second)
-}
-
-// waitForSlot takes a slot, waiting up to hold for one to free. A normal
-// search lets a high one try first when a slot frees.
-func (l *Limiter) waitForSlot(ctx context.Context, p *Permit, r Request, n int) error {
-	timeout := time.NewTimer(hold)
-	defer timeout.Stop()
-	for {
-		freed := l.freedSignal(p.account)
-		ok, err := p.takeSlot(ctx, r.JobID, max(l.lease, r.Lease)+slotMargin, n, l.now())
-		if err != nil || ok {
-			return err
-		}
-		l.throttle(p.account, r.JobID, WaitInFlight, 0)
-		select {
-		case <-freed:
-			if !r.High {
-				select {
-				case <-time.After(20 * time.Millisecond):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		case <-timeout.C:
-			return l.throttle(p.account, r.JobID, WaitInFlight, 100*time.Millisecond)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// takeSlot takes a free slot of the account for lease, starting at a
-// random one; a slot whose holder's lease ran out is free.
-func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration, n int, now time.Time) (bool, error) {
-	l := p.l
-	value, err := json.Marshal(slotValue{Worker: l.worker, Job: jobID, Until: now.Add(lease)})
-	if err != nil {
-		return false, err
-	}
-	// The job's own slot first, kept by its earlier search (see
-	// MayStillRun): its resend takes it over rather than a second one.
-	start := rand.IntN(n)
-	prefix := "slot." + p.account + "."
-	l.mu.Lock()
-	for key, s := range l.slots {
-		if i, err := strconv.Atoi(strings.TrimPrefix(key, prefix)); s.Job == jobID && strings.HasPrefix(key, prefix) && err == nil && i < n {
-			start = i
-			break
-		}
-	}
-	l.mu.Unlock()
-	for i := range n {
-		key := prefix + strconv.Itoa((start+i)%n)
-		l.mu.Lock()
-		held, ok := l.slots[key]
-		l.mu.Unlock()
-		if ok && now.Before(held.Until) && held.Job != jobID {
-			continue
-		}
-		var own []byte
-		rev, err := l.kv.Create(ctx, key, value)
-		if snats.IsCASConflict(err) {
-			e, gerr := l.kv.Get(ctx, key)
-			if gerr != nil {
-				continue
-			}
-			var s slotValue
-			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
-				if s.Job != jobID {
-					continue // taken meanwhile
-				}
-				own = e.Value() // the job's earlier search's: taken over
-			}
-			rev, err = l.kv.Update(ctx, key, value, e.Revision())
-			if snats.IsCASConflict(err) {
-				continue
-			}
-		}
-		if err != nil {
-			return false, fmt.Errorf("limiter: take %s: %w", key, err)
-		}
-		p.slot, p.slotRev, p.ownOld, p.written = key, rev, own, value
-		return true, nil
-	}
-	return false, nil
 }
 
 // takeRate advances the account's rate limiter, or says how long to wait.
