@@ -87,14 +87,6 @@ func TestSpendDoesNotWrapRound(t *testing.T) {
 	require.False(t, lim.Fits(spent.Add(1, lim.Price()), 1), "and stays spent")
 }
 
-func TestRetryFavoursHighPriorityWithoutStarving(t *testing.T) {
-	high := accounts.Retry(true, 0, time.Minute, 100*time.Millisecond, 0.5)
-	normal := accounts.Retry(false, 0, time.Minute, 100*time.Millisecond, 0.5)
-	require.Less(t, high, normal)
-	starved := accounts.Retry(false, 2*time.Minute, time.Minute, 100*time.Millisecond, 0.5)
-	require.Equal(t, high, starved, "a normal job kept waiting is served like a high one")
-}
-
 // TestRaisedRateAppliesAtOnce: a burst at a slow rate leaves the limiter's
 // time hours ahead; once the rate is raised, the wait is the new rate's.
 func TestRaisedRateAppliesAtOnce(t *testing.T) {

@@ -88,6 +88,9 @@ type ThrottledError struct {
 	Account string
 	Reason  string
 	For     time.Duration
+	// Spread is how widely the jobs held back for the same moment should
+	// spread their next asks (accounts.Retry); 0 for the default.
+	Spread time.Duration
 }
 
 func (e *ThrottledError) Error() string {
@@ -341,7 +344,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 			if err != nil {
 				return nil, err
 			}
-			return nil, l.throttle(acct, jobID, WaitRate, wait)
+			return nil, l.throttleSpread(acct, jobID, WaitRate, wait, lim.RateSpread)
 		}
 	}
 	if budgeted {

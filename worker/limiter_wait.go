@@ -25,6 +25,13 @@ type WaitingValue struct {
 const WaitingFresh = 15 * time.Second
 
 func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
+	return l.throttleSpread(acct, jobID, reason, d, nil)
+}
+
+// throttleSpread records a job held back for d, and says how widely the
+// jobs held back spread their asks: spread, given how many the account's
+// limits hold back in this process (nil for the default).
+func (l *Limiter) throttleSpread(acct, jobID, reason string, d time.Duration, spread func(waiting int) time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	jobs := l.waiting[acct]
@@ -37,8 +44,12 @@ func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
 	if w, ok := jobs[jobID]; ok {
 		since = w.since
 	}
+	var s time.Duration
+	if spread != nil {
+		s = spread(len(jobs) + 1)
+	}
 	jobs[jobID] = waitReason{reason: reason, since: since, seen: now}
-	return &ThrottledError{Account: acct, Reason: reason, For: d}
+	return &ThrottledError{Account: acct, Reason: reason, For: d, Spread: s}
 }
 
 func (l *Limiter) notWaiting(acct, jobID string) {

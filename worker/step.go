@@ -339,7 +339,7 @@ func sendBy(api API, sent events.Sent, lease time.Duration) time.Time {
 // a job kept waiting too long try again soon; others later.
 func (e *Engine) throttledFor(s aggregate.State, te *ThrottledError) time.Duration {
 	waited := e.cfg.Limiter.WaitedFor(s.Account, s.JobID)
-	return accounts.Retry(e.urgent(s), waited, e.cfg.StarveAfter, te.For, aggregate.Jitter(s.JobID, int(e.cfg.Now().UnixNano()&0xffff)))
+	return accounts.Retry(e.urgent(s), waited, e.cfg.StarveAfter, te.For, te.Spread, aggregate.Jitter(s.JobID, int(e.cfg.Now().UnixNano()&0xffff)))
 }
 
 // urgent reports whether a job goes before others when its account is
