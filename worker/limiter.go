@@ -67,7 +67,7 @@ const slotMargin = 30 * time.Second
 type waitReason struct {
 	reason string
 	since  time.Time // first held back
-	seen   time.Time // last held back
+	until  time.Time // forgotten after: it would have asked again by then
 }
 
 // Reasons a job waits for its account.

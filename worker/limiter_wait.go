@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/accounts"
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
@@ -30,7 +31,8 @@ func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
 
 // throttleSpread records a job held back for d, and says how widely the
 // jobs held back spread their asks: spread, given how many the account's
-// limits hold back in this process (nil for the default).
+// limits hold back in this process (nil for the default). The job counts
+// as waiting until it could have asked again, and a little more.
 func (l *Limiter) throttleSpread(acct, jobID, reason string, d time.Duration, spread func(waiting int) time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -48,9 +50,14 @@ func (l *Limiter) throttleSpread(acct, jobID, reason string, d time.Duration, sp
 	if spread != nil {
 		s = spread(len(jobs) + 1)
 	}
-	jobs[jobID] = waitReason{reason: reason, since: since, seen: now}
+	jobs[jobID] = waitReason{reason: reason, since: since, until: now.Add(accounts.RetryBound(d, s) + retryGrace)}
 	return &ThrottledError{Account: acct, Reason: reason, For: d, Spread: s}
 }
+
+// retryGrace is how much later than it could have a held-back job may ask
+// again and still count as waiting: a redelivery, or a busy worker. A job
+// that does not come back by then went on elsewhere, or ended.
+const retryGrace = 5 * time.Second
 
 func (l *Limiter) notWaiting(acct, jobID string) {
 	l.mu.Lock()
@@ -183,7 +190,7 @@ func (l *Limiter) purgeMarkers(ctx context.Context, old []jetstream.KeyValueEntr
 }
 
 // snapshotWaiting counts the jobs held back per account and reason,
-// forgetting those not held back for ten minutes, and tells what it
+// forgetting those that did not ask again in time, and tells what it
 // applies to accounts whose stored limits are refused.
 func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
 	l.mu.Lock()
@@ -192,7 +199,7 @@ func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
 	for acct, jobs := range l.waiting {
 		v := WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
 		for job, w := range jobs {
-			if now.Sub(w.seen) > 10*time.Minute {
+			if now.After(w.until) {
 				delete(jobs, job)
 				continue
 			}

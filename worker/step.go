@@ -53,6 +53,13 @@ func after(s aggregate.State, ver uint64, evs []events.Event) known {
 }
 
 func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttled bool, err error) {
+	defer func() {
+		if e.cfg.Limiter != nil && !throttled && k.ok {
+			// Done, sent, or waiting for something else: no longer held
+			// back by its account, here at least.
+			e.cfg.Limiter.notWaiting(accountKey(k.s.Account), jobID)
+		}
+	}()
 	loaded := false // k was read from the log in this round, not written by it
 	for round := 0; round < maxRounds; round++ {
 		if loaded = !k.ok; loaded {
