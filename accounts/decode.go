@@ -35,7 +35,7 @@ func Decode(data []byte) (Limits, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return l, fmt.Errorf("limits: %w", err)
+		return l, oneLine(err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -43,9 +43,15 @@ func Decode(data []byte) (Limits, error) {
 		return Limits{}, fmt.Errorf("limits: %w", err)
 	}
 	if err := l.Validate(); err != nil {
-		return Limits{}, fmt.Errorf("limits: %w", err)
+		return Limits{}, oneLine(err)
 	}
 	return l, nil
+}
+
+// oneLine is err on one line (errors.Join puts each on its own), as a
+// log field, a table cell or a readiness line shows it.
+func oneLine(err error) error {
+	return errors.New("limits: " + strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 // fieldNames are the JSON names of the fields of Limits.
