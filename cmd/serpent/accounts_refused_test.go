@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,3 +123,64 @@ func TestAccountsFileLimitsAreStrict(t *testing.T) {
 	}
 }
 
+// TestRefusedLimitsShowUp: an engine started while team-b's stored limits
+// are refused holds its new purchases, and says so: /readyz fails naming
+// the account, the key and why; the metric to alert on is 1; the status
+// page shows the refused value. Mended and broken again, the engine keeps
+// the mended limits: readiness warns and does not fail.
+func TestRefusedLimitsShowUp(t *testing.T) {
+	ctx := context.Background()
+	srv := refusedBucket(t, `{"max_inflight":1}`)
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	lim, err := worker.NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(lim.Close)
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
+	ops := &opsServer{nc: srv.Conn, js: srv.JS, metrics: mx, tally: tally, limiter: lim}
+
+	lines, ready := ops.readiness(ctx)
+	require.False(t, ready)
+	require.Contains(t, strings.Join(lines, "\n"),
+		`FAIL account team-b limits: key limits.team-b of bucket serp_accounts is refused (limits: unknown field "max_inflight"`)
+	rec := httptest.NewRecorder()
+	ops.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, 1.0, metricValue(rec.Body.String(), `serpent_account_limits_refused{account="team-b"}`))
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		rec := httptest.NewRecorder()
+		ops.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if page := rec.Body.String(); !strings.Contains(page, `data-refused="team-b"`) || !strings.Contains(page, "1 engine holds new purchases") {
+			return errors.New("the page does not show the engine holding team-b's purchases yet")
+		}
+		return nil
+	})
+
+	require.NoError(t, worker.SetLimits(ctx, srv.JS, "team-b", accounts.Limits{MaxInFlight: 1}))
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if _, ready := ops.readiness(ctx); !ready {
+			return errors.New("not ready once mended")
+		}
+		return nil
+	})
+	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
+	require.NoError(t, err)
+	_, err = kv.PutString(ctx, "limits.team-b", `null`)
+	require.NoError(t, err)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		lines, ready := ops.readiness(ctx)
+		if !ready || !strings.Contains(strings.Join(lines, "\n"), "warn account team-b limits: key limits.team-b of bucket serp_accounts is refused") {
+			return fmt.Errorf("ready %v: %v", ready, lines)
+		}
+		return nil
+	})
+	// The cap the engine kept, as it reports it.
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		rec := httptest.NewRecorder()
+		ops.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		body := rec.Body.String()
+		if metricValue(body, `serpent_account_limits_refused{account="team-b"}`) != 1 || metricValue(body, `serpent_account_max_in_flight{account="team-b"}`) != 1 {
+			return errors.New("the refused value and the kept cap not shown yet")
+		}
+		return nil
+	})
+}
