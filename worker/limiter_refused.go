@@ -35,8 +35,9 @@ type Refusal struct {
 }
 
 // refusedRetry is how soon a job held back by refused limits asks again:
-// a mended value is seen within it.
-const refusedRetry = 5 * time.Second
+// a mended value is seen within it, and a delivery handed back for it may
+// go to an engine that kept limits and can buy.
+const refusedRetry = 2 * time.Second
 
 // refuse records that the account's stored value is refused; l.mu is held.
 func (l *Limiter) refuse(acct string, value []byte, err error) {
