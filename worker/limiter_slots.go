@@ -22,12 +22,14 @@ import (
 // so the slots below any k are at most k. A limiter that applied a cap
 // creates no slot at or above it, and checks each slot it took against the
 // bucket as it stood when the slot was written (fence): the slots written
-// before, and the cap applied then, are in that view. Take the search in
-// flight whose check found the largest k: every other search holds a slot
-// below k, or one at or above k that was written before, so was counted in
-// that check. The searches in flight are at most k plus that count: within
-// the cap. A job's own slot (its earlier search, which may still run) is
-// the same search, so it may always take it over, at any index.
+// before, and the cap applied then, are in that view. Among the searches
+// let start under the cap, take the one whose check found the largest k:
+// every other search holds a slot below k (those let start under the cap
+// take slots below their own k), or one at or above k written before that
+// check, so counted in it. The searches in flight are at most k plus that
+// count: within the cap. A job's own slot (its earlier search, which may
+// still run) is the same search, so it may always take it over, at any
+// index.
 
 // waitForSlot takes a slot, waiting up to hold for one to free. A normal
 // search lets a high one try first when a slot frees.

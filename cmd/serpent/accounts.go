@@ -34,7 +34,9 @@ makes jobs wait; it never fails them. A resend of a key that was sent before
 cannot buy, so the budget never holds it back. A 429 or Retry-After from the
 API pauses the whole account. Limits are kept in the KV bucket serp_accounts;
 "set" changes only the limits given (0 removes one) and every engine applies
-the change at once. The default account is "default". Flags:
+the change at once. A stored value the engines refuse (shown under REFUSED)
+is overwritten by the limits given alone, with a warning. The default account
+is "default". Flags:
 
 `
 
