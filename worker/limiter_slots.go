@@ -181,9 +181,9 @@ func (l *Limiter) slotsBelow(acct, jobID string, now time.Time) int {
 
 // fence waits until the watcher has applied the bucket up to rev: the
 // limiter's view then holds every slot and limit written before it. It
-// reports false if that took longer than hold, or ctx ended.
+// reports false if that took longer than fenceWait, or ctx ended.
 func (l *Limiter) fence(ctx context.Context, rev uint64) bool {
-	t := time.NewTimer(hold)
+	t := time.NewTimer(fenceWait)
 	defer t.Stop()
 	for {
 		l.mu.Lock()
@@ -202,6 +202,10 @@ func (l *Limiter) fence(ctx context.Context, rev uint64) bool {
 		}
 	}
 }
+
+// fenceWait bounds the wait for the watcher: it echoes a slot within
+// milliseconds, unless the server or this process is overloaded.
+const fenceWait = 5 * time.Second
 
 // moveOn records that the watcher applied rev; l.mu is held.
 func (l *Limiter) moveOn(rev uint64) {
