@@ -63,20 +63,6 @@ const (
 	MaxPriceMicros = 1_000_000_000
 )
 
-// Clamped returns the limits brought within the bounds, where Validate
-// would refuse them only for being beyond one (limits stored before the
-// bounds were, or by hand): they hold as near as the arithmetic allows.
-// Negative limits stay as they are, refused.
-func (l Limits) Clamped() Limits {
-	l.MaxInFlight = min(l.MaxInFlight, MaxSlots)
-	l.Burst = min(l.Burst, MaxBurst)
-	l.PriceMicros = min(l.PriceMicros, MaxPriceMicros)
-	if l.RatePerSec > 0 && l.RatePerSec < MinRatePerSec {
-		l.RatePerSec = MinRatePerSec
-	}
-	return l
-}
-
 // Unlimited reports whether the account has no limit at all.
 func (l Limits) Unlimited() bool {
 	return l.MaxInFlight == 0 && l.RatePerSec == 0 && l.DailyPages == 0 && l.DailyMicros == 0

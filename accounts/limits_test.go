@@ -74,13 +74,6 @@ func TestLimitsValidate(t *testing.T) {
 	}
 	require.True(t, slowest.Fits(accounts.Spend{}, 1000), "a day's spend at the highest price fits an int64")
 
-	// Limits stored before the bounds were hold within them.
-	old := accounts.Limits{MaxInFlight: 5000, RatePerSec: 1e-10, Burst: 1 << 40, PriceMicros: 1e18, DailyPages: 3}
-	require.Error(t, old.Validate())
-	require.NoError(t, old.Clamped().Validate())
-	require.Equal(t, accounts.Limits{MaxInFlight: accounts.MaxSlots, RatePerSec: accounts.MinRatePerSec, Burst: accounts.MaxBurst,
-		PriceMicros: accounts.MaxPriceMicros, DailyPages: 3}, old.Clamped())
-	require.Error(t, accounts.Limits{DailyPages: -1}.Clamped().Validate(), "a negative limit stays refused")
 }
 
 // TestSpendDoesNotWrapRound: a reply that reports absurdly many pages at
@@ -92,14 +85,6 @@ func TestSpendDoesNotWrapRound(t *testing.T) {
 	require.Positive(t, spent.Micros)
 	require.False(t, lim.Fits(spent, 1), "spent %+v: the day's budget is spent", spent)
 	require.False(t, lim.Fits(spent.Add(1, lim.Price()), 1), "and stays spent")
-}
-
-func TestRetryFavoursHighPriorityWithoutStarving(t *testing.T) {
-	high := accounts.Retry(true, 0, time.Minute, 100*time.Millisecond, 0.5)
-	normal := accounts.Retry(false, 0, time.Minute, 100*time.Millisecond, 0.5)
-	require.Less(t, high, normal)
-	starved := accounts.Retry(false, 2*time.Minute, time.Minute, 100*time.Millisecond, 0.5)
-	require.Equal(t, high, starved, "a normal job kept waiting is served like a high one")
 }
 
 // TestRaisedRateAppliesAtOnce: a burst at a slow rate leaves the limiter's

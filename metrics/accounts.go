@@ -22,10 +22,13 @@ type Account struct {
 	InFlight    int
 	MaxInFlight int
 	// Waiting counts jobs held back by the account's limits, by reason
-	// (in_flight, rate, paused, budget).
+	// (in_flight, rate, paused, budget, refused).
 	Waiting map[string]int
 	// Paused is set while the API has asked the account to slow down.
 	Paused bool
+	// LimitsRefused is set while the account's stored limits are refused:
+	// engines keep the limits applied before, or hold new purchases.
+	LimitsRefused bool
 }
 
 var (
@@ -35,8 +38,9 @@ var (
 	descAcctBudgetMoney = desc("serpent_account_budget_micros", "The account's daily budget in millionths of the currency (0: none).", "account")
 	descAcctInFlight    = desc("serpent_account_in_flight", "Searches of the account running now, across every worker.", "account")
 	descAcctMaxInFlight = desc("serpent_account_max_in_flight", "The account's cap on searches in flight (0: none).", "account")
-	descAcctWaiting     = desc("serpent_account_waiting_jobs", "Jobs held back by the account's limits, by reason (in_flight, rate, paused, budget).", "account", "reason")
+	descAcctWaiting     = desc("serpent_account_waiting_jobs", "Jobs held back by the account's limits, by reason (in_flight, rate, paused, budget, refused).", "account", "reason")
 	descAcctPaused      = desc("serpent_account_paused", "1 while the API has asked the account to slow down (429, Retry-After), else 0.", "account")
+	descAcctRefused     = desc("serpent_account_limits_refused", "1 while the account's limits in serp_accounts are refused (the engines keep the limits applied before, or hold new purchases), else 0.", "account")
 	descAcctUp          = desc("serpent_accounts_up", "1 if the accounts' shared state could be read at this scrape, else 0.")
 )
 
@@ -47,7 +51,7 @@ type accountCollector struct {
 
 func (c *accountCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAcctPages, descAcctMicros, descAcctBudgetPages, descAcctBudgetMoney,
-		descAcctInFlight, descAcctMaxInFlight, descAcctWaiting, descAcctPaused, descAcctUp} {
+		descAcctInFlight, descAcctMaxInFlight, descAcctWaiting, descAcctPaused, descAcctRefused, descAcctUp} {
 		ch <- d
 	}
 }
@@ -79,12 +83,17 @@ func (c *accountCollector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		gauge(descAcctPaused, paused, a.Name)
+		refused := 0.0
+		if a.LimitsRefused {
+			refused = 1
+		}
+		gauge(descAcctRefused, refused, a.Name)
 	}
 }
 
 // waitReasons are the reasons a job waits for its account, always
 // reported so that a dashboard sees zeros rather than gaps.
-var waitReasons = []string{"in_flight", "rate", "paused", "budget"}
+var waitReasons = []string{"in_flight", "rate", "paused", "budget", "refused"}
 
 // accountsTimeout bounds the accounts read of one scrape.
 const accountsTimeout = 2 * time.Second

@@ -18,15 +18,33 @@ import (
 // AccountStatus is an account as every worker shares it: its limits and
 // what they hold back right now.
 type AccountStatus struct {
-	Account     string          `json:"account"`
-	Limits      accounts.Limits `json:"limits"`
-	Day         string          `json:"day"`
-	SpentToday  accounts.Spend  `json:"spent_today"`
-	InFlight    int             `json:"in_flight"`
-	PausedUntil *time.Time      `json:"paused_until,omitempty"`
-	PauseReason string          `json:"pause_reason,omitempty"`
-	Waiting     int             `json:"waiting"`
-	WaitingWhy  map[string]int  `json:"waiting_by_reason,omitempty"`
+	Account string `json:"account"`
+	// Limits are those the engines apply: the stored ones, or while those
+	// are refused, the ones the engines kept (as the first to report
+	// tells; none if every engine reporting holds the account's purchases).
+	Limits accounts.Limits `json:"limits"`
+	// Refused is set while the stored limits are refused.
+	Refused     *RefusedLimits `json:"refused,omitempty"`
+	Day         string         `json:"day"`
+	SpentToday  accounts.Spend `json:"spent_today"`
+	InFlight    int            `json:"in_flight"`
+	PausedUntil *time.Time     `json:"paused_until,omitempty"`
+	PauseReason string         `json:"pause_reason,omitempty"`
+	Waiting     int            `json:"waiting"`
+	WaitingWhy  map[string]int `json:"waiting_by_reason,omitempty"`
+}
+
+// RefusedLimits is a stored value of an account's limits that the engines
+// refuse, and what they do instead, as they reported it in the last
+// WaitingFresh.
+type RefusedLimits struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	Error string `json:"error"`
+	// Holding counts the engines that hold the account's new purchases (they
+	// had no limits to keep), Keeping those that keep the ones applied before.
+	Holding int `json:"engines_holding"`
+	Keeping int `json:"engines_keeping"`
 }
 
 // ValidateAccount checks an API account's name: "" (the default account)
@@ -79,6 +97,7 @@ func AccountStatuses(ctx context.Context, js jetstream.JetStream, now time.Time)
 		byName[name] = a
 		return a
 	}
+	applied := map[string][]WaitingValue{} // reports of what engines apply to refused limits
 	for key := range keys.Keys() {
 		kind, rest, _ := strings.Cut(key, ".")
 		name, tail, _ := strings.Cut(rest, ".")
@@ -91,7 +110,10 @@ func AccountStatuses(ctx context.Context, js jetstream.JetStream, now time.Time)
 		}
 		switch kind {
 		case "limits":
-			_ = json.Unmarshal(e.Value(), &get(name).Limits)
+			a := get(name)
+			if a.Limits, err = accounts.Decode(e.Value()); err != nil {
+				a.Refused = &RefusedLimits{Key: key, Value: truncate(string(e.Value()), 200), Error: err.Error()}
+			}
 		case "spend":
 			if tail == day {
 				_ = json.Unmarshal(e.Value(), &get(name).SpentToday)
@@ -115,13 +137,36 @@ func AccountStatuses(ctx context.Context, js jetstream.JetStream, now time.Time)
 				for r, n := range w.ByReason {
 					a.WaitingWhy[r] += n
 				}
+				if w.Refused != nil {
+					applied[name] = append(applied[name], w)
+				}
 			}
 		}
 	}
 	out := make([]AccountStatus, 0, len(byName))
 	for _, a := range byName {
+		if a.Refused != nil {
+			a.refusedBy(applied[a.Account])
+		}
 		out = append(out, *a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Account < out[j].Account })
 	return out, nil
+}
+
+// refusedBy counts what the engines that reported apply instead of the
+// account's refused limits, and shows the limits the first keeping engine
+// applies.
+func (a *AccountStatus) refusedBy(reports []WaitingValue) {
+	sort.Slice(reports, func(i, j int) bool { return reports[i].Worker < reports[j].Worker })
+	for _, w := range reports {
+		if w.Refused.Held {
+			a.Refused.Holding++
+			continue
+		}
+		if a.Refused.Keeping == 0 {
+			a.Limits = w.Refused.Limits
+		}
+		a.Refused.Keeping++
+	}
 }

@@ -41,11 +41,18 @@ func testPolicy() events.RetryPolicy {
 
 func setupLive(t *testing.T, faults sandbox.Faults) *live {
 	t.Helper()
+	return setupLiveAckWait(t, faults, time.Second)
+}
+
+// setupLiveAckWait is setupLive whose consumers wait ackWait for a sign of
+// life from a delivery before they deliver it again.
+func setupLiveAckWait(t *testing.T, faults sandbox.Faults, ackWait time.Duration) *live {
+	t.Helper()
 	ctx := context.Background()
 	srv := natstest.RunServer(t)
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, ackWait))
 	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
 	require.NoError(t, err)
 	sb := sandbox.New(sandbox.Config{Seed: 1, Faults: faults})

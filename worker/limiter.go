@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,8 +38,15 @@ type Limiter struct {
 
 	mu     sync.Mutex
 	limits map[string]accounts.Limits
-	pauses map[string]time.Time
-	slots  map[string]slotValue // slot key -> its holder
+	// refused are the accounts whose stored limits do not decode (or are
+	// out of bounds): they keep the limits applied before, if any.
+	refused map[string]refusal
+	pauses  map[string]time.Time
+	slots   map[string]slotValue // slot key -> its holder
+	// seen is the last revision of the bucket the watcher applied; moved
+	// is closed when it moves on (see fence).
+	seen  uint64
+	moved chan struct{}
 	// markerAge is how old a delete marker must be to be purged.
 	markerAge time.Duration
 	freed     map[string]chan struct{}         // account -> closed when one of its slots frees
@@ -61,7 +67,7 @@ const slotMargin = 30 * time.Second
 type waitReason struct {
 	reason string
 	since  time.Time // first held back
-	seen   time.Time // last held back
+	until  time.Time // forgotten after: it would have asked again by then
 }
 
 // Reasons a job waits for its account.
@@ -70,7 +76,11 @@ const (
 	WaitInFlight = "in_flight" // as many searches in flight as allowed
 	WaitRate     = "rate"      // the rate limit
 	WaitBudget   = "budget"    // the day's budget is spent
+	WaitRefused  = "refused"   // the stored limits are refused, and none were applied before
 )
+
+// WaitReasons are the reasons a job waits for its account.
+var WaitReasons = []string{WaitInFlight, WaitRate, WaitPaused, WaitBudget, WaitRefused}
 
 // ThrottledError says a job may not start a search now and for how long
 // its account is held back. Nothing was written; the job waits.
@@ -78,6 +88,9 @@ type ThrottledError struct {
 	Account string
 	Reason  string
 	For     time.Duration
+	// Spread is how widely the jobs held back for the same moment should
+	// spread their next asks (accounts.Retry); 0 for the default.
+	Spread time.Duration
 }
 
 func (e *ThrottledError) Error() string {
@@ -100,8 +113,8 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Limiter{js: js, kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
-		pauses: map[string]time.Time{}, slots: map[string]slotValue{}, freed: map[string]chan struct{}{},
-		waiting: map[string]map[string]waitReason{}}
+		refused: map[string]refusal{}, pauses: map[string]time.Time{}, slots: map[string]slotValue{}, moved: make(chan struct{}),
+		freed: map[string]chan struct{}{}, waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := kv.WatchFiltered(wctx, []string{"limits.*", "pause.*", "slot.>"})
 	if err != nil {
@@ -144,31 +157,20 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 	deleted := e.Operation() != jetstream.KeyValuePut
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.moveOn(e.Revision())
 	switch kind, rest, _ := strings.Cut(key, "."); kind {
 	case "limits":
 		if deleted {
 			delete(l.limits, rest)
+			delete(l.refused, rest)
 			break
 		}
-		var stored accounts.Limits
-		err := json.Unmarshal(e.Value(), &stored)
-		lim := stored.Clamped()
-		if err == nil {
-			err = lim.Validate()
-		}
+		lim, err := accounts.Decode(e.Value())
 		if err != nil {
-			// Written by hand, say: an account whose limits cannot be
-			// used is not thereby left with none it had.
-			l.log.Error("accounts: limits in the bucket cannot be used; the ones applied before stay", "account", rest,
-				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", err)
+			l.refuse(rest, e.Value(), err)
 			break
 		}
-		if lim != stored {
-			// Stored before the bounds were, or by hand: every engine
-			// holds the account to the same limits within them.
-			l.log.Warn("accounts: limits in the bucket are beyond their bounds; applied within them", "account", rest,
-				"bucket", snats.AccountsBucket, "value", string(e.Value()), "err", stored.Validate())
-		}
+		delete(l.refused, rest)
 		l.limits[rest] = lim
 	case "pause":
 		var p pauseValue
@@ -292,10 +294,14 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 	acct := accountKey(account)
 	now := l.now()
 	l.mu.Lock()
-	lim, pause := l.limits[acct], l.pauses[acct]
+	lim, pause, held := l.limits[acct], l.pauses[acct], l.heldLocked(acct)
 	l.mu.Unlock()
 	if now.Before(pause) {
 		return nil, l.throttle(acct, jobID, WaitPaused, pause.Sub(now))
+	}
+	if held && !resend {
+		// No limits known: a new purchase could break any of them.
+		return nil, l.throttle(acct, jobID, WaitRefused, refusedRetry)
 	}
 	p := &Permit{l: l, account: acct, price: lim.Price()}
 	if lim.Unlimited() {
@@ -314,7 +320,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 		}
 	}
 	if lim.MaxInFlight > 0 {
-		if err := l.waitForSlot(ctx, p, r, lim.MaxInFlight); err != nil {
+		if err := l.waitForSlot(ctx, p, r); err != nil {
 			return nil, err
 		}
 		// The account may have been paused, or its limits changed, while
@@ -338,7 +344,7 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 			if err != nil {
 				return nil, err
 			}
-			return nil, l.throttle(acct, jobID, WaitRate, wait)
+			return nil, l.throttleSpread(acct, jobID, WaitRate, wait, lim.RateSpread)
 		}
 	}
 	if budgeted {
@@ -408,91 +414,6 @@ func decodeSpend(b []byte) (accounts.Spend, error) {
 func budgetRetry(now time.Time) time.Duration {
 	midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	return max(min(10*time.Second, midnight.Sub(now)), time.Second)
-}
-
-// waitForSlot takes a slot, waiting up to hold for one to free. A normal
-// search lets a high one try first when a slot frees.
-func (l *Limiter) waitForSlot(ctx context.Context, p *Permit, r Request, n int) error {
-	timeout := time.NewTimer(hold)
-	defer timeout.Stop()
-	for {
-		freed := l.freedSignal(p.account)
-		ok, err := p.takeSlot(ctx, r.JobID, max(l.lease, r.Lease)+slotMargin, n, l.now())
-		if err != nil || ok {
-			return err
-		}
-		l.throttle(p.account, r.JobID, WaitInFlight, 0)
-		select {
-		case <-freed:
-			if !r.High {
-				select {
-				case <-time.After(20 * time.Millisecond):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		case <-timeout.C:
-			return l.throttle(p.account, r.JobID, WaitInFlight, 100*time.Millisecond)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// takeSlot takes a free slot of the account for lease, starting at a
-// random one; a slot whose holder's lease ran out is free.
-func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration, n int, now time.Time) (bool, error) {
-	l := p.l
-	value, err := json.Marshal(slotValue{Worker: l.worker, Job: jobID, Until: now.Add(lease)})
-	if err != nil {
-		return false, err
-	}
-	// The job's own slot first, kept by its earlier search (see
-	// MayStillRun): its resend takes it over rather than a second one.
-	start := rand.IntN(n)
-	prefix := "slot." + p.account + "."
-	l.mu.Lock()
-	for key, s := range l.slots {
-		if i, err := strconv.Atoi(strings.TrimPrefix(key, prefix)); s.Job == jobID && strings.HasPrefix(key, prefix) && err == nil && i < n {
-			start = i
-			break
-		}
-	}
-	l.mu.Unlock()
-	for i := range n {
-		key := prefix + strconv.Itoa((start+i)%n)
-		l.mu.Lock()
-		held, ok := l.slots[key]
-		l.mu.Unlock()
-		if ok && now.Before(held.Until) && held.Job != jobID {
-			continue
-		}
-		var own []byte
-		rev, err := l.kv.Create(ctx, key, value)
-		if snats.IsCASConflict(err) {
-			e, gerr := l.kv.Get(ctx, key)
-			if gerr != nil {
-				continue
-			}
-			var s slotValue
-			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
-				if s.Job != jobID {
-					continue // taken meanwhile
-				}
-				own = e.Value() // the job's earlier search's: taken over
-			}
-			rev, err = l.kv.Update(ctx, key, value, e.Revision())
-			if snats.IsCASConflict(err) {
-				continue
-			}
-		}
-		if err != nil {
-			return false, fmt.Errorf("limiter: take %s: %w", key, err)
-		}
-		p.slot, p.slotRev, p.ownOld, p.written = key, rev, own, value
-		return true, nil
-	}
-	return false, nil
 }
 
 // takeRate advances the account's rate limiter, or says how long to wait.

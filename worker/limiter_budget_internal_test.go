@@ -116,19 +116,38 @@ func TestSpentBudgetTakesNoRateToken(t *testing.T) {
 
 // TestLongWaitKeepsItsAge: a job held back again and again for more than
 // ten minutes keeps how long it has waited (its claim to go first), while
-// one no longer held back is forgotten.
+// one that did not ask again by the time it would have is forgotten.
 func TestLongWaitKeepsItsAge(t *testing.T) {
 	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	l := budgetLimiter(t, accounts.Limits{DailyPages: 1}, clk)
-	_ = l.throttle("default", "held", WaitBudget, time.Second)
-	_ = l.throttle("default", "gone", WaitBudget, time.Second)
-	for range 11 {
-		clk.add(time.Minute)
-		_ = l.throttle("default", "held", WaitBudget, time.Second)
+	_ = l.throttle("default", "held", WaitBudget, 10*time.Second)
+	_ = l.throttle("default", "gone", WaitBudget, 10*time.Second)
+	for range 66 {
+		clk.add(10 * time.Second)
 		l.snapshotWaiting(clk.now())
+		_ = l.throttle("default", "held", WaitBudget, 10*time.Second)
 	}
 	require.Equal(t, 11*time.Minute, l.WaitedFor("", "held"))
-	require.Zero(t, l.WaitedFor("", "gone"), "not held back for ten minutes: forgotten")
+	require.Zero(t, l.WaitedFor("", "gone"), "forgotten")
+	require.Equal(t, 1, l.snapshotWaiting(clk.now())["default"].Jobs)
+}
+
+// TestWaitingForgetsJobsThatDoNotComeBack: a job held back counts as
+// waiting until it could have asked again (its retry at the latest, and a
+// grace), not for minutes: one that went on at another engine, or ended,
+// leaves the count.
+func TestWaitingForgetsJobsThatDoNotComeBack(t *testing.T) {
+	clk := &budgetClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := budgetLimiter(t, accounts.Limits{MaxInFlight: 1}, clk)
+	_ = l.throttle("default", "a", WaitInFlight, 100*time.Millisecond)
+	_ = l.throttle("default", "b", WaitInFlight, 100*time.Millisecond)
+	require.Equal(t, 2, l.snapshotWaiting(clk.now())["default"].Jobs)
+	l.notWaiting("default", "b") // its step ended without a permit: done, say
+	require.Equal(t, 1, l.snapshotWaiting(clk.now())["default"].Jobs)
+	clk.add(accounts.RetryBound(100*time.Millisecond, 0) + retryGrace)
+	require.Equal(t, 1, l.snapshotWaiting(clk.now())["default"].Jobs, "it may still come back")
+	clk.add(time.Millisecond)
+	require.Zero(t, l.snapshotWaiting(clk.now())["default"].Jobs, "it did not come back in time")
 }
 
 // TestResendSettlesItsKeysPages: the pages a key's first send reserved

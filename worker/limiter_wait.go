@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/accounts"
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
@@ -16,12 +17,23 @@ type WaitingValue struct {
 	Jobs     int            `json:"jobs"`
 	ByReason map[string]int `json:"by_reason"`
 	At       time.Time      `json:"at"`
+	// Refused is set while the account's stored limits are refused: what
+	// this worker applies instead.
+	Refused *Applied `json:"refused,omitempty"`
 }
 
 // WaitingFresh is how old a WaitingValue may be and still count.
 const WaitingFresh = 15 * time.Second
 
 func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
+	return l.throttleSpread(acct, jobID, reason, d, nil)
+}
+
+// throttleSpread records a job held back for d, and says how widely the
+// jobs held back spread their asks: spread, given how many the account's
+// limits hold back in this process (nil for the default). The job counts
+// as waiting until it could have asked again, and a little more.
+func (l *Limiter) throttleSpread(acct, jobID, reason string, d time.Duration, spread func(waiting int) time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	jobs := l.waiting[acct]
@@ -34,9 +46,18 @@ func (l *Limiter) throttle(acct, jobID, reason string, d time.Duration) error {
 	if w, ok := jobs[jobID]; ok {
 		since = w.since
 	}
-	jobs[jobID] = waitReason{reason: reason, since: since, seen: now}
-	return &ThrottledError{Account: acct, Reason: reason, For: d}
+	var s time.Duration
+	if spread != nil {
+		s = spread(len(jobs) + 1)
+	}
+	jobs[jobID] = waitReason{reason: reason, since: since, until: now.Add(accounts.RetryBound(d, s) + retryGrace)}
+	return &ThrottledError{Account: acct, Reason: reason, For: d, Spread: s}
 }
+
+// retryGrace is how much later than it could have a held-back job may ask
+// again and still count as waiting: a redelivery, or a busy worker. A job
+// that does not come back by then went on elsewhere, or ended.
+const retryGrace = 5 * time.Second
 
 func (l *Limiter) notWaiting(acct, jobID string) {
 	l.mu.Lock()
@@ -169,7 +190,8 @@ func (l *Limiter) purgeMarkers(ctx context.Context, old []jetstream.KeyValueEntr
 }
 
 // snapshotWaiting counts the jobs held back per account and reason,
-// forgetting those not held back for ten minutes.
+// forgetting those that did not ask again in time, and tells what it
+// applies to accounts whose stored limits are refused.
 func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -177,13 +199,21 @@ func (l *Limiter) snapshotWaiting(now time.Time) map[string]WaitingValue {
 	for acct, jobs := range l.waiting {
 		v := WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
 		for job, w := range jobs {
-			if now.Sub(w.seen) > 10*time.Minute {
+			if now.After(w.until) {
 				delete(jobs, job)
 				continue
 			}
 			v.Jobs++
 			v.ByReason[w.reason]++
 		}
+		values[acct] = v
+	}
+	for acct := range l.refused {
+		v, ok := values[acct]
+		if !ok {
+			v = WaitingValue{Worker: l.worker, ByReason: map[string]int{}, At: now}
+		}
+		v.Refused = &Applied{Held: l.heldLocked(acct), Limits: l.limits[acct]}
 		values[acct] = v
 	}
 	return values

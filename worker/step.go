@@ -53,6 +53,13 @@ func after(s aggregate.State, ver uint64, evs []events.Event) known {
 }
 
 func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttled bool, err error) {
+	defer func() {
+		if e.cfg.Limiter != nil && !throttled && k.ok {
+			// Done, sent, or waiting for something else: no longer held
+			// back by its account, here at least.
+			e.cfg.Limiter.notWaiting(accountKey(k.s.Account), jobID)
+		}
+	}()
 	loaded := false // k was read from the log in this round, not written by it
 	for round := 0; round < maxRounds; round++ {
 		if loaded = !k.ok; loaded {
@@ -339,7 +346,7 @@ func sendBy(api API, sent events.Sent, lease time.Duration) time.Time {
 // a job kept waiting too long try again soon; others later.
 func (e *Engine) throttledFor(s aggregate.State, te *ThrottledError) time.Duration {
 	waited := e.cfg.Limiter.WaitedFor(s.Account, s.JobID)
-	return accounts.Retry(e.urgent(s), waited, e.cfg.StarveAfter, te.For, aggregate.Jitter(s.JobID, int(e.cfg.Now().UnixNano()&0xffff)))
+	return accounts.Retry(e.urgent(s), waited, e.cfg.StarveAfter, te.For, te.Spread, aggregate.Jitter(s.JobID, int(e.cfg.Now().UnixNano()&0xffff)))
 }
 
 // urgent reports whether a job goes before others when its account is

@@ -34,7 +34,9 @@ makes jobs wait; it never fails them. A resend of a key that was sent before
 cannot buy, so the budget never holds it back. A 429 or Retry-After from the
 API pauses the whole account. Limits are kept in the KV bucket serp_accounts;
 "set" changes only the limits given (0 removes one) and every engine applies
-the change at once. The default account is "default". Flags:
+the change at once. A stored value the engines refuse (shown under REFUSED)
+is overwritten by the limits given alone, with a warning. The default account
+is "default". Flags:
 
 `
 
@@ -82,34 +84,14 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	switch {
 	case len(pos) == 0:
 	case pos[0] == "set" && len(pos) == 2:
-		account := pos[1]
-		if err := worker.ValidateAccount(account); err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-		lim, _, err := currentLimits(ctx, js, account)
-		if err != nil {
-			return err
-		}
-		// A limit stored beyond its bounds (before they were) is the one
-		// the engines apply, within them: a change of another limit keeps it so.
-		lim = lim.Clamped()
-		set := map[string]func(){
-			"max-in-flight": func() { lim.MaxInFlight = *inFlight },
-			"rate":          func() { lim.RatePerSec = *rate },
-			"burst":         func() { lim.Burst = *burst },
-			"daily-pages":   func() { lim.DailyPages = *pages },
-			"daily-micros":  func() { lim.DailyMicros = *micros },
-			"price-micros":  func() { lim.PriceMicros = *price },
-		}
-		fs.Visit(func(f *flag.Flag) {
-			if s, ok := set[f.Name]; ok {
-				s()
-			}
-		})
-		if err := lim.Validate(); err != nil {
-			return fmt.Errorf("%w: account %q: %v", errUsage, account, err)
-		}
-		if err := worker.SetLimits(ctx, js, account, lim); err != nil {
+		if err := setLimits(ctx, js, pos[1], fs, limitFlags, stderr, map[string]func(*accounts.Limits){
+			"max-in-flight": func(l *accounts.Limits) { l.MaxInFlight = *inFlight },
+			"rate":          func(l *accounts.Limits) { l.RatePerSec = *rate },
+			"burst":         func(l *accounts.Limits) { l.Burst = *burst },
+			"daily-pages":   func(l *accounts.Limits) { l.DailyPages = *pages },
+			"daily-micros":  func(l *accounts.Limits) { l.DailyMicros = *micros },
+			"price-micros":  func(l *accounts.Limits) { l.PriceMicros = *price },
+		}); err != nil {
 			return err
 		}
 	default:
@@ -123,35 +105,59 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 		return printJSON(stdout, st)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACCOUNT\tIN FLIGHT\tRATE\tSPENT TODAY\tBUDGET\tPAUSED\tWAITING")
+	fmt.Fprintln(tw, "ACCOUNT\tIN FLIGHT\tRATE\tSPENT TODAY\tBUDGET\tPAUSED\tWAITING\tREFUSED")
 	for _, a := range st {
 		l := a.Limits
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d pages, %s\t%s\t%s\t%s\n", a.Account,
-			ofLimit(a.InFlight, l.MaxInFlight), rateText(l), a.SpentToday.Pages, dollars(a.SpentToday.Micros),
-			budgetText(l), pausedText(a), waitingText(a))
+		inFlight, rate, budget := ofLimit(a.InFlight, l.MaxInFlight), rateText(l), budgetText(l)
+		if r := a.Refused; r != nil && r.Keeping == 0 {
+			// No engine applies limits it kept: none to show as applied.
+			inFlight, rate, budget = fmt.Sprintf("%d, held", a.InFlight), "held", "held"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d pages, %s\t%s\t%s\t%s\t%s\n", a.Account, inFlight, rate,
+			a.SpentToday.Pages, dollars(a.SpentToday.Micros), budget, pausedText(a), waitingText(a), refusedText(a))
 	}
 	return tw.Flush()
 }
 
-// currentLimits reads an account's stored limits, and whether it has any
-// stored (limits lifted with "accounts set" are stored, as none).
-func currentLimits(ctx context.Context, js jetstream.JetStream, account string) (accounts.Limits, bool, error) {
-	var lim accounts.Limits
-	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
+// setLimits changes the limits given by flags of one account, keeping the
+// others. A stored value the engines refuse is overwritten, with a
+// warning, by the limits given alone: which of its limits held is not
+// known.
+func setLimits(ctx context.Context, js jetstream.JetStream, account string, fs *flag.FlagSet, limitFlags []string,
+	stderr io.Writer, set map[string]func(*accounts.Limits)) error {
+	if err := worker.ValidateAccount(account); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	stored, err := worker.ReadLimits(ctx, js, account)
 	if err != nil {
-		return lim, false, fmt.Errorf("bucket %s: %w (start serpent run once to provision it)", snats.AccountsBucket, err)
+		return err
 	}
-	if account == "" {
-		account = "default"
+	given := 0
+	lim := stored.Limits
+	fs.Visit(func(f *flag.Flag) {
+		if s, ok := set[f.Name]; ok {
+			s(&lim)
+			given++
+		}
+	})
+	if stored.Refused != nil {
+		if given == 0 {
+			return fmt.Errorf("%w: account %q: key %s of bucket %s holds limits the engines refuse (%v): give the limits it should have (--%s ...)",
+				errUsage, account, stored.Key, snats.AccountsBucket, stored.Refused, strings.Join(limitFlags, ", --"))
+		}
+		fmt.Fprintf(stderr, "serpent accounts: warning: key %s of bucket %s holds limits the engines refuse (%v): %s; overwritten with the limits given alone\n",
+			stored.Key, snats.AccountsBucket, stored.Refused, stored.Value)
 	}
-	e, err := kv.Get(ctx, "limits."+account)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return lim, false, nil
+	if err := lim.Validate(); err != nil {
+		return fmt.Errorf("%w: account %q: %v", errUsage, account, err)
 	}
-	if err != nil {
-		return lim, false, fmt.Errorf("limits of account %q: %w", account, err)
+	if err := worker.ReplaceLimits(ctx, js, account, lim, stored.Revision); err != nil {
+		if errors.Is(err, worker.ErrLimitsChanged) {
+			return fmt.Errorf("%w: run serpent accounts set again", err)
+		}
+		return err
 	}
-	return lim, true, json.Unmarshal(e.Value(), &lim)
+	return nil
 }
 
 func ofLimit(n, limit int) string {
@@ -194,7 +200,7 @@ func waitingText(a worker.AccountStatus) string {
 		return "0"
 	}
 	var parts []string
-	for _, r := range []string{worker.WaitPaused, worker.WaitInFlight, worker.WaitRate, worker.WaitBudget} {
+	for _, r := range worker.WaitReasons {
 		if n := a.WaitingWhy[r]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, r))
 		}
@@ -202,13 +208,35 @@ func waitingText(a worker.AccountStatus) string {
 	return fmt.Sprintf("%d (%s)", a.Waiting, strings.Join(parts, ", "))
 }
 
+// refusedText shows a stored value the engines refuse, and what they do
+// instead.
+func refusedText(a worker.AccountStatus) string {
+	r := a.Refused
+	if r == nil {
+		return "-"
+	}
+	var engines []string
+	if r.Keeping > 0 {
+		engines = append(engines, fmt.Sprintf("%d engines keep the limits before", r.Keeping))
+	}
+	if r.Holding > 0 {
+		engines = append(engines, fmt.Sprintf("%d engines hold new purchases", r.Holding))
+	}
+	if len(engines) == 0 {
+		engines = append(engines, "no engine reported")
+	}
+	return fmt.Sprintf("%s (%s): %s", r.Value, r.Error, strings.Join(engines, ", "))
+}
+
 // accountDef is one API account in the --accounts file.
 type accountDef struct {
-	Name      string           `json:"name"`
-	BaseURL   string           `json:"base_url,omitempty"`
-	TokenEnv  string           `json:"token_env,omitempty"`
-	TokenFile string           `json:"token_file,omitempty"`
-	Limits    *accounts.Limits `json:"limits,omitempty"`
+	Name      string          `json:"name"`
+	BaseURL   string          `json:"base_url,omitempty"`
+	TokenEnv  string          `json:"token_env,omitempty"`
+	TokenFile string          `json:"token_file,omitempty"`
+	Limits    json.RawMessage `json:"limits,omitempty"`
+	// limits are Limits as the engines read them; nil when not given.
+	limits *accounts.Limits
 }
 
 // readAccounts reads the --accounts file strictly.
@@ -234,9 +262,11 @@ func readAccounts(path string) ([]accountDef, error) {
 		}
 		seen[d.Name] = true
 		if d.Limits != nil {
-			if err := d.Limits.Validate(); err != nil {
+			lim, err := accounts.Decode(d.Limits)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("account %q: %v", d.Name, err))
 			}
+			defs[i].limits = &lim
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

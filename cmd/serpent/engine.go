@@ -130,7 +130,8 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	stopFold := keepFold(js, tally, log)
 	cleanup = append(cleanup, stopFold)
 	if f.httpAddr != "" {
-		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now}
+		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
+			limiter: lim}
 		addr, stop, err := ops.serveHTTP(f.httpAddr)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/accounts"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/serpent-engine/serpent/worker"
@@ -81,18 +84,38 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 			}
 		}
 		out[d.Name] = client
-		if d.Limits != nil {
-			if _, stored, err := currentLimits(ctx, js, d.Name); err != nil {
+		if d.limits != nil {
+			if err := storeFileLimits(ctx, js, d.Name, *d.limits, log); err != nil {
 				return nil, nil, err
-			} else if !stored {
-				if err := worker.SetLimits(ctx, js, d.Name, *d.Limits); err != nil {
-					return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
-				}
 			}
 		}
 	}
 	say("%d API accounts: %s", len(out), accountNames(out))
 	return out, lim, nil
+}
+
+// storeFileLimits stores an account's limits from the --accounts file if
+// it has none stored, or if the stored ones are refused (with a warning
+// that names them): a refused value would hold the account's purchases.
+func storeFileLimits(ctx context.Context, js jetstream.JetStream, account string, lim accounts.Limits, log *slog.Logger) error {
+	for range 3 {
+		stored, err := worker.ReadLimits(ctx, js, account)
+		if err != nil {
+			return err
+		}
+		if stored.Found && stored.Refused == nil {
+			return nil // set with "serpent accounts set", say: not undone by a restart
+		}
+		if stored.Refused != nil {
+			log.Warn("accounts: the stored limits are refused; overwritten with those of the --accounts file", "account", account,
+				"bucket", snats.AccountsBucket, "key", stored.Key, "value", stored.Value, "err", stored.Refused)
+		}
+		err = worker.ReplaceLimits(ctx, js, account, lim, stored.Revision)
+		if !errors.Is(err, worker.ErrLimitsChanged) {
+			return err
+		}
+	}
+	return fmt.Errorf("account %q: key limits.%s of bucket %s kept changing as the --accounts file's limits were stored", account, account, snats.AccountsBucket)
 }
 
 func accountNames(m map[string]worker.API) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
+	"github.com/serpent-engine/serpent/worker"
 )
 
 // readyTimeout bounds the checks of one /readyz.
@@ -39,7 +41,9 @@ func (s *opsServer) readyz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
 }
 
-// readiness runs every check and reports each as "ok ..." or "FAIL ...".
+// readiness runs every check and reports each as "ok ..." or "FAIL ...";
+// a refused value of an account's limits whose earlier limits still hold
+// is "warn ...", and does not fail it.
 func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 	var lines []string
 	ready := true
@@ -71,6 +75,15 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 		_, err := s.js.KeyValue(ctx, b)
 		check("bucket "+b, err)
 	}
+	for _, r := range s.refusals() {
+		what := fmt.Sprintf("account %s limits: key %s of bucket %s is refused (%v)", r.Account, r.Key, snats.AccountsBucket, r.Err)
+		if r.Held {
+			// Fail closed: no limits to keep, no new purchase of the account.
+			check(what, errors.New("none were applied before: new purchases of the account are held until it is mended (serpent accounts set)"))
+			continue
+		}
+		lines = append(lines, "warn "+what+": the limits applied before hold until it is mended (serpent accounts set)")
+	}
 	if s.projections {
 		lag, err := projector.ReadLag(ctx, s.js, "", time.Now())
 		if err == nil && lag.Pending > s.ops.readyMaxLag {
@@ -82,4 +95,13 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 		check(fmt.Sprintf("projection lag %d events", lag.Pending), err)
 	}
 	return lines, ready
+}
+
+// refusals are the accounts whose stored limits the engine's limiter
+// refuses; none without a limiter.
+func (s *opsServer) refusals() []worker.Refusal {
+	if s.limiter == nil {
+		return nil
+	}
+	return s.limiter.Refusals()
 }

@@ -35,6 +35,8 @@ type opsServer struct {
 	// now is the engine's clock (the server's, as the limiter reads it);
 	// nil for the machine's.
 	now func() time.Time
+	// limiter is the engine's, whose refused limits readiness reports.
+	limiter *worker.Limiter
 }
 
 // clock is the time the status page reads the shared state at.
@@ -77,7 +79,7 @@ func accountFigures(ctx context.Context, js jetstream.JetStream, now time.Time) 
 	for _, a := range sts {
 		out = append(out, metrics.Account{Name: a.Account, SpentPages: a.SpentToday.Pages, SpentMicros: a.SpentToday.Micros,
 			BudgetPages: a.Limits.DailyPages, BudgetMicros: a.Limits.DailyMicros, InFlight: a.InFlight,
-			MaxInFlight: a.Limits.MaxInFlight, Waiting: a.WaitingWhy, Paused: a.PausedUntil != nil})
+			MaxInFlight: a.Limits.MaxInFlight, Waiting: a.WaitingWhy, Paused: a.PausedUntil != nil, LimitsRefused: a.Refused != nil})
 	}
 	return out, nil
 }

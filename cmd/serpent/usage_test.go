@@ -14,6 +14,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestWordsThatAreNoFlagsAreRefused: a word where a flag belongs (a query
@@ -71,10 +72,11 @@ func TestFileLimitsKeepAnOperatorsChange(t *testing.T) {
 		}
 	}
 	limits := func() accounts.Limits {
-		lim, stored, err := currentLimits(ctx, srv.JS, "team-c")
+		stored, err := worker.ReadLimits(ctx, srv.JS, "team-c")
 		require.NoError(t, err)
-		require.True(t, stored)
-		return lim
+		require.True(t, stored.Found)
+		require.NoError(t, stored.Refused)
+		return stored.Limits
 	}
 	start()
 	require.Equal(t, accounts.Limits{MaxInFlight: 2, DailyPages: 50}, limits())
