@@ -10,10 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // Follow feeds t from SERP_EVENTS, from the message at t.Seq() (what of
@@ -176,8 +176,8 @@ func (f *follower) count(ctx context.Context, seq uint64, m jetstream.Msg) error
 func (f *follower) history(ctx context.Context, r projections.Record) ([]events.Event, error) {
 	jobID := r.Event.JobID
 	evs, last, err := f.loadJob(ctx, jobID)
-	var corrupt *store.CorruptError
-	if errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid) {
+	var corrupt *eventstore.CorruptError
+	if errors.As(err, &corrupt) || errors.Is(err, eventstore.ErrInvalid) {
 		f.log.Warn("metrics: a finished job's events cannot be read; counting its new event as if it had none",
 			"job", jobID, "err", err)
 		return nil, nil

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Store is the event log as the engine uses it (worker.Store).
@@ -17,7 +17,7 @@ type Store interface {
 
 // TimeAppends returns inner with every Append timed into
 // serpent_append_seconds: result "ok", "conflict" (the job moved on:
-// store.ErrConcurrency) or "error".
+// eventstore.ErrConcurrency) or "error".
 func (m *Metrics) TimeAppends(inner Store) Store { return &timedStore{Store: inner, m: m} }
 
 type timedStore struct {
@@ -25,9 +25,9 @@ type timedStore struct {
 	m *Metrics
 }
 
-// LeaderVersion passes store.LeaderVersion through to the inner store.
+// LeaderVersion passes eventstore.LeaderVersion through to the inner store.
 func (s *timedStore) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
-	return store.LeaderVersion(ctx, s.Store, jobID)
+	return eventstore.LeaderVersion(ctx, s.Store, jobID)
 }
 
 func (s *timedStore) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
@@ -35,7 +35,7 @@ func (s *timedStore) Append(ctx context.Context, jobID string, expected uint64, 
 	v, err := s.Store.Append(ctx, jobID, expected, evs...)
 	result := "ok"
 	switch {
-	case errors.Is(err, store.ErrConcurrency):
+	case errors.Is(err, eventstore.ErrConcurrency):
 		result = "conflict"
 	case err != nil:
 		result = "error"

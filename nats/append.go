@@ -10,7 +10,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Append writes evs to jobID's subject if the job's version is expected,
@@ -25,25 +25,25 @@ func (s *EventStore) Append(ctx context.Context, jobID string, expected uint64, 
 }
 
 // prepare checks an append and encodes it; nothing is sent.
-func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event) ([]store.Message, error) {
+func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event) ([]eventstore.Message, error) {
 	if len(evs) > s.opts.MaxBatch {
-		return nil, fmt.Errorf("%w: %d events for job %s, an atomic append takes at most %d", store.ErrInvalid, len(evs), jobID, s.opts.MaxBatch)
+		return nil, fmt.Errorf("%w: %d events for job %s, an atomic append takes at most %d", eventstore.ErrInvalid, len(evs), jobID, s.opts.MaxBatch)
 	}
-	msgs, err := store.EncodeAppend(jobID, expected, evs)
+	msgs, err := eventstore.EncodeAppend(jobID, expected, evs)
 	if err != nil {
 		return nil, err
 	}
 	if !s.opts.EventPerMessage {
-		msgs = store.Pack(msgs, s.MaxMessageSize())
+		msgs = eventstore.Pack(msgs, s.MaxMessageSize())
 	}
-	if err := store.CheckSize(jobID, msgs, s.MaxMessageSize()); err != nil {
+	if err := eventstore.CheckSize(jobID, msgs, s.MaxMessageSize()); err != nil {
 		return nil, err
 	}
 	return msgs, nil
 }
 
 // write publishes one job's prepared append until its outcome is known.
-func (s *EventStore) write(ctx context.Context, jobID string, expected uint64, msgs []store.Message) (uint64, error) {
+func (s *EventStore) write(ctx context.Context, jobID string, expected uint64, msgs []eventstore.Message) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -60,7 +60,7 @@ type answer struct {
 // settle takes an append from the answer to its first publish (first; nil
 // to publish it now) to its outcome: re-reading the job when the answer
 // does not settle it, publishing again while that stays unclear.
-func (s *EventStore) settle(ctx context.Context, jobID string, expected uint64, msgs []store.Message, first *answer) (uint64, error) {
+func (s *EventStore) settle(ctx context.Context, jobID string, expected uint64, msgs []eventstore.Message, first *answer) (uint64, error) {
 	wire := wireMsgs(s.subject(jobID), msgs)
 	for attempt := 1; ; attempt++ {
 		var seq uint64
@@ -82,7 +82,7 @@ func (s *EventStore) settle(ctx context.Context, jobID string, expected uint64, 
 		if errors.Is(err, natsgo.ErrConnectionClosed) {
 			// Nothing can read the log to tell on a closed connection.
 			return 0, fmt.Errorf("%w: append of %d events to job %s at version %d: %w",
-				store.ErrUnknownOutcome, len(msgs), jobID, expected, err)
+				eventstore.ErrUnknownOutcome, len(msgs), jobID, expected, err)
 		}
 		actx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout)
 		v, state, rerr := s.resolve(actx, jobID, expected, msgs)
@@ -95,20 +95,20 @@ func (s *EventStore) settle(ctx context.Context, jobID string, expected uint64, 
 				}
 				return v, nil
 			case state == moved:
-				return 0, fmt.Errorf("%w: job %s moved past version %d (%v)", store.ErrConcurrency, jobID, expected, err)
+				return 0, fmt.Errorf("%w: job %s moved past version %d (%v)", eventstore.ErrConcurrency, jobID, expected, err)
 			case out == duplicate:
-				return 0, fmt.Errorf("%w: an event of the append to job %s at version %d is already in the log elsewhere (%v)", store.ErrDuplicate, jobID, expected, err)
+				return 0, fmt.Errorf("%w: an event of the append to job %s at version %d is already in the log elsewhere (%v)", eventstore.ErrDuplicate, jobID, expected, err)
 			}
 		}
 		last := errors.Join(err, rerr)
 		if ctx.Err() != nil || attempt >= s.opts.MaxAttempts {
 			return 0, fmt.Errorf("%w: append of %d events to job %s at version %d, %d attempts: %w",
-				store.ErrUnknownOutcome, len(msgs), jobID, expected, attempt, errors.Join(last, ctx.Err()))
+				eventstore.ErrUnknownOutcome, len(msgs), jobID, expected, attempt, errors.Join(last, ctx.Err()))
 		}
 		s.log.Debug("nats: append unsettled, retrying", "job", jobID, "attempt", attempt, "answer", last)
 		if err := s.pause(ctx, attempt); err != nil {
 			return 0, fmt.Errorf("%w: append of %d events to job %s at version %d, %d attempts: %w",
-				store.ErrUnknownOutcome, len(msgs), jobID, expected, attempt, errors.Join(last, err))
+				eventstore.ErrUnknownOutcome, len(msgs), jobID, expected, attempt, errors.Join(last, err))
 		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // BenchmarkSubjectsInStreams asks what spreading jobs over several event

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // The benchmarks run against an embedded server with fsync on every write
@@ -37,10 +37,10 @@ func benchStoreWith(b *testing.B, opts nats.EventStoreOptions) *nats.EventStore 
 
 // commitNewJobs group-commits the first event of jobs new jobs.
 func commitNewJobs(b *testing.B, es *nats.EventStore, jobs int) {
-	appends := make([]store.Append, jobs)
+	appends := make([]eventstore.Append, jobs)
 	for i := range appends {
 		job := storetest.NewJobID()
-		appends[i] = store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)}
+		appends[i] = eventstore.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)}
 	}
 	for _, r := range es.AppendMany(context.Background(), appends) {
 		if r.Err != nil {
@@ -135,9 +135,9 @@ func fill(b *testing.B, es *nats.EventStore, jobs, n int, together bool) []strin
 	for round := range rounds {
 		for start := 0; start < jobs; start += chunk {
 			end := min(start+chunk, jobs)
-			appends := make([]store.Append, 0, end-start)
+			appends := make([]eventstore.Append, 0, end-start)
 			for k, id := range ids[start:end] {
-				appends = append(appends, store.Append{JobID: id, Expected: versions[start+k],
+				appends = append(appends, eventstore.Append{JobID: id, Expected: versions[start+k],
 					Events: storetest.NewEvents(id, uint64(round+1), per)})
 			}
 			for k, r := range es.AppendMany(ctx, appends) {

@@ -8,8 +8,8 @@
 // event, or the events of one append (a group, events.Group). A job's
 // version is the stream sequence of its last message, 0 for a job without
 // events. EventStore implements the event store the engine uses;
-// the conformance suite in store/storetest pins its rules down and the
-// in-memory fake in store/memstore follows them exactly.
+// the conformance suite in eventstore/storetest pins its rules down and the
+// in-memory fake in eventstore/memstore follows them exactly.
 //
 // Append(ctx, job, expected, events...) writes:
 //
@@ -26,9 +26,9 @@
 //
 // Before anything is sent the append is checked: every event belongs to the
 // job, encodes, has an id not used twice in the append and a version one
-// above the previous (store.ErrInvalid, store.ErrDuplicate), and every
+// above the previous (eventstore.ErrInvalid, eventstore.ErrDuplicate), and every
 // message, headers and batch headers included, fits in the connection's
-// max payload and the stream's max message size (store.ErrTooLarge, naming
+// max payload and the stream's max message size (eventstore.ErrTooLarge, naming
 // job, type, size and limit). A message exactly at the limit is accepted.
 //
 // The server's answers are mapped as follows. An answer that does not
@@ -40,28 +40,28 @@
 //   - acknowledged: done, the version is the acknowledged sequence;
 //   - "wrong last sequence" (10071): if the events after expected are ours,
 //     the append had landed before (a retry after a lost reply): success
-//     with that version; if they are someone else's: store.ErrConcurrency;
+//     with that version; if they are someone else's: eventstore.ErrConcurrency;
 //   - a duplicate acknowledgement, or an atomic batch refused for a
 //     duplicate message id (10201): ours after expected is success, someone
-//     else's is store.ErrConcurrency, nothing new is store.ErrDuplicate (the
+//     else's is eventstore.ErrConcurrency, nothing new is eventstore.ErrDuplicate (the
 //     id is in the log elsewhere, within the 2-minute duplicate window);
 //   - "another write to this subject is in flight" (10164), "duplicate
 //     message id is in process" (10158), an incomplete or refused batch
 //     (10176, too many in flight), a timeout, no responders, a lost
 //     connection: re-read; ours is success, someone else's is
-//     store.ErrConcurrency, nothing new means retry the same messages (same
+//     eventstore.ErrConcurrency, nothing new means retry the same messages (same
 //     ids, so the duplicate window makes it safe) after a short, growing
 //     backoff. After a bounded number of attempts, or when ctx ends, the
-//     append fails with store.ErrUnknownOutcome: repeating it is safe;
+//     append fails with eventstore.ErrUnknownOutcome: repeating it is safe;
 //   - a connection closed (the process shutting down): the write may have
 //     left before it closed, and nothing can re-read the job on it:
-//     store.ErrUnknownOutcome at once.
+//     eventstore.ErrUnknownOutcome at once.
 //
 // Load reads a job with batched direct gets filtered by the job's subject
 // (no consumer per job), so its cost does not grow with the number of jobs
 // in the stream. Every message is decoded strictly; one that does not
 // decode, or whose job, id or type disagree with where it is, is a
-// *store.CorruptError naming the job and the sequence. In a cluster, direct
+// *eventstore.CorruptError naming the job and the sequence. In a cluster, direct
 // gets may be served by a replica that is a moment behind the leader: an
 // append with a version read that way fails with ErrConcurrency, it is
 // never written over anything.

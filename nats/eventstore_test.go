@@ -7,10 +7,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // rawStore adds what the conformance suite needs to damage a log: a plain
@@ -62,7 +62,7 @@ func TestLeaderVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, v)
 	_, err = es.LeaderVersion(ctx, "Not A Job")
-	require.ErrorIs(t, err, store.ErrInvalid)
+	require.ErrorIs(t, err, eventstore.ErrInvalid)
 }
 
 // TestClosedConnectionIsAnUnknownOutcome: an append on a connection that
@@ -76,15 +76,15 @@ func TestClosedConnectionIsAnUnknownOutcome(t *testing.T) {
 	nc.Close()
 	job := storetest.NewJobID()
 	_, err = es.Append(context.Background(), job, 0, storetest.NewEvents(job, 1, 2)...)
-	require.ErrorIs(t, err, store.ErrUnknownOutcome)
+	require.ErrorIs(t, err, eventstore.ErrUnknownOutcome)
 
 	// So is every append of a small group commit, sent as plain messages.
-	var group []store.Append
+	var group []eventstore.Append
 	for range 3 {
 		job := storetest.NewJobID()
-		group = append(group, store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)})
+		group = append(group, eventstore.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)})
 	}
 	for i, r := range es.AppendMany(context.Background(), group) {
-		require.ErrorIs(t, r.Err, store.ErrUnknownOutcome, "append %d", i)
+		require.ErrorIs(t, r.Err, eventstore.ErrUnknownOutcome, "append %d", i)
 	}
 }

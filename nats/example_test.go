@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // Example starts an embedded JetStream server, provisions SERP_EVENTS,
@@ -55,7 +55,7 @@ func Example() {
 
 	// A writer that still thinks the job is at version 1 is refused.
 	_, err = es.Append(ctx, job, 1, event("01KBFX3M00000000000000000D", 2, events.JobCancelled{By: "op", Reason: "late"}))
-	fmt.Println(errors.Is(err, store.ErrConcurrency))
+	fmt.Println(errors.Is(err, eventstore.ErrConcurrency))
 
 	evs, v, _ := es.Load(ctx, job)
 	for _, e := range evs {

@@ -8,7 +8,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // DefaultPipelineMax is how many single-message appends a group commit
@@ -30,19 +30,19 @@ const DefaultPipelineMax = 8
 // A small group whose appends are one message each (PipelineMax) is
 // published as plain messages instead, all in flight at once, each
 // settled on its own. Results are in the order of appends.
-func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []store.Result {
-	res := make([]store.Result, len(appends))
-	msgs := make([][]store.Message, len(appends))
+func (s *EventStore) AppendMany(ctx context.Context, appends []eventstore.Append) []eventstore.Result {
+	res := make([]eventstore.Result, len(appends))
+	msgs := make([][]eventstore.Message, len(appends))
 	done := make([]bool, len(appends))
 	for i, a := range appends {
 		m, err := s.prepare(a.JobID, a.Expected, a.Events)
 		msgs[i] = m
 		if err != nil {
-			res[i], done[i] = store.Result{Err: err}, true
+			res[i], done[i] = eventstore.Result{Err: err}, true
 		}
 	}
 	limit := s.MaxMessageSize()
-	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) int { return len(msgs[i]) }, func(i int) bool { return done[i] }) {
+	for _, batch := range eventstore.PlanBatches(appends, s.opts.MaxBatch, func(i int) int { return len(msgs[i]) }, func(i int) bool { return done[i] }) {
 		if ctx.Err() != nil {
 			break
 		}
@@ -58,7 +58,7 @@ func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []s
 		for _, i := range batch {
 			if !slices.Contains(group, i) {
 				v, err := s.write(ctx, appends[i].JobID, appends[i].Expected, msgs[i])
-				res[i] = store.Result{Version: v, Err: err}
+				res[i] = eventstore.Result{Version: v, Err: err}
 			}
 			done[i] = true
 		}
@@ -66,7 +66,7 @@ func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []s
 	for i, a := range appends {
 		if !done[i] {
 			v, err := s.write(ctx, a.JobID, a.Expected, msgs[i])
-			res[i] = store.Result{Version: v, Err: err}
+			res[i] = eventstore.Result{Version: v, Err: err}
 		}
 	}
 	return res
@@ -75,7 +75,7 @@ func (s *EventStore) AppendMany(ctx context.Context, appends []store.Append) []s
 // fitting drops from a batch the appends one of whose messages would
 // outgrow the limit with the batch headers of its place in the group (a
 // few bytes more than alone); they are written alone.
-func (s *EventStore) fitting(batch []int, msgs [][]store.Message, limit int) []int {
+func (s *EventStore) fitting(batch []int, msgs [][]eventstore.Message, limit int) []int {
 	total := 0
 	for _, i := range batch {
 		total += len(msgs[i])
@@ -85,7 +85,7 @@ func (s *EventStore) fitting(batch []int, msgs [][]store.Message, limit int) []i
 	for _, i := range batch {
 		fits := true
 		for k, m := range msgs[i] {
-			if m.Size()+store.BatchOverhead(pos+k, total) > limit {
+			if m.Size()+eventstore.BatchOverhead(pos+k, total) > limit {
 				fits = false
 			}
 		}
@@ -102,7 +102,7 @@ func (s *EventStore) fitting(batch []int, msgs [][]store.Message, limit int) []i
 
 // commitBatch publishes one group as an atomic batch, or falls back to
 // single appends.
-func (s *EventStore) commitBatch(ctx context.Context, appends []store.Append, msgs [][]store.Message, batch []int, res []store.Result) {
+func (s *EventStore) commitBatch(ctx context.Context, appends []eventstore.Append, msgs [][]eventstore.Message, batch []int, res []eventstore.Result) {
 	var wire []*natsgo.Msg
 	for _, i := range batch {
 		wire = append(wire, wireMsgs(s.subject(appends[i].JobID), msgs[i])...)
@@ -114,14 +114,14 @@ func (s *EventStore) commitBatch(ctx context.Context, appends []store.Append, ms
 		seq := last - uint64(len(wire)) // batches are written at consecutive sequences
 		for _, i := range batch {
 			seq += uint64(len(msgs[i]))
-			res[i] = store.Result{Version: seq}
+			res[i] = eventstore.Result{Version: seq}
 		}
 		return
 	}
 	s.log.Debug("nats: group commit refused, appending one by one", "appends", len(batch), "answer", err)
 	for _, i := range batch {
 		v, err := s.write(ctx, appends[i].JobID, appends[i].Expected, msgs[i])
-		res[i] = store.Result{Version: v, Err: err}
+		res[i] = eventstore.Result{Version: v, Err: err}
 	}
 }
 
@@ -129,7 +129,7 @@ func (s *EventStore) commitBatch(ctx context.Context, appends []store.Append, ms
 // appends, at most PipelineMax, each of one message. An append written as
 // several messages (too large for one) needs an atomic batch to be all or
 // none; a group that holds one goes as a batch whole.
-func (s *EventStore) pipelines(group []int, msgs [][]store.Message) bool {
+func (s *EventStore) pipelines(group []int, msgs [][]eventstore.Message) bool {
 	if len(group) < 2 || len(group) > s.opts.PipelineMax {
 		return false
 	}
@@ -147,7 +147,7 @@ func (s *EventStore) pipelines(group []int, msgs [][]store.Message) bool {
 // own like a single append. An answer that does not settle an append (a
 // stale version, a known id, none in time) is settled as a single
 // append's would be.
-func (s *EventStore) commitPipelined(ctx context.Context, appends []store.Append, msgs [][]store.Message, group []int, res []store.Result) {
+func (s *EventStore) commitPipelined(ctx context.Context, appends []eventstore.Append, msgs [][]eventstore.Message, group []int, res []eventstore.Result) {
 	wire := make([]*natsgo.Msg, len(group))
 	futs := make([]jetstream.PubAckFuture, len(group))
 	errs := make([]error, len(group))
@@ -160,7 +160,7 @@ func (s *EventStore) commitPipelined(ctx context.Context, appends []store.Append
 	for k, i := range group {
 		first := awaitAck(actx, wire[k], futs[k], errs[k])
 		v, err := s.settle(ctx, appends[i].JobID, appends[i].Expected, msgs[i], &first)
-		res[i] = store.Result{Version: v, Err: err}
+		res[i] = eventstore.Result{Version: v, Err: err}
 	}
 }
 

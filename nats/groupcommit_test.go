@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // TestSmallGroupCommitsArePlainMessages: a group commit of a few
@@ -23,8 +23,8 @@ func TestSmallGroupCommitsArePlainMessages(t *testing.T) {
 	ctx := context.Background()
 	stream, err := srv.JS.Stream(ctx, nats.EventStream)
 	require.NoError(t, err)
-	group := func(sizes ...int) []store.Append {
-		var out []store.Append
+	group := func(sizes ...int) []eventstore.Append {
+		var out []eventstore.Append
 		for _, n := range sizes {
 			job := storetest.NewJobID()
 			evs := storetest.NewEvents(job, 1, max(n, -n))
@@ -34,7 +34,7 @@ func TestSmallGroupCommitsArePlainMessages(t *testing.T) {
 						Result: []byte(`{"pad":"` + strings.Repeat("a", 600_000) + `"}`)}
 				}
 			}
-			out = append(out, store.Append{JobID: job, Events: evs})
+			out = append(out, eventstore.Append{JobID: job, Events: evs})
 		}
 		return out
 	}
@@ -97,7 +97,7 @@ func TestGroupsAndEventPerMessage(t *testing.T) {
 	m, err := stream.GetMsg(ctx, v1)
 	require.NoError(t, err)
 	require.Equal(t, events.TypeHeader(first), m.Header.Get(events.HeaderType))
-	require.Equal(t, first[0].ID, m.Header.Get(store.HeaderMsgID))
+	require.Equal(t, first[0].ID, m.Header.Get(eventstore.HeaderMsgID))
 	require.Empty(t, m.Header.Get("Nats-Batch-Id"), "one plain message")
 	got, err := events.DecodeAll(m.Data)
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestGroupsAndEventPerMessage(t *testing.T) {
 		m, err := stream.GetMsg(ctx, v1+1+uint64(i))
 		require.NoError(t, err)
 		require.Equal(t, e.Type(), m.Header.Get(events.HeaderType))
-		require.Equal(t, e.ID, m.Header.Get(store.HeaderMsgID))
+		require.Equal(t, e.ID, m.Header.Get(eventstore.HeaderMsgID))
 		require.NotEmpty(t, m.Header.Get("Nats-Batch-Id"), "in an atomic batch")
 	}
 

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // jobLog is what a test has seen acknowledged for one job.
@@ -34,11 +34,11 @@ func newJobs(n int) []*jobLog {
 }
 
 // next builds the job's next n events.
-func (j *jobLog) next(n int) store.Append {
-	return store.Append{JobID: j.id, Expected: j.version, Events: storetest.NewEvents(j.id, uint64(len(j.events)+1), n)}
+func (j *jobLog) next(n int) eventstore.Append {
+	return eventstore.Append{JobID: j.id, Expected: j.version, Events: storetest.NewEvents(j.id, uint64(len(j.events)+1), n)}
 }
 
-func (j *jobLog) acked(a store.Append, v uint64) {
+func (j *jobLog) acked(a eventstore.Append, v uint64) {
 	j.events = append(j.events, a.Events...)
 	j.version = v
 }
@@ -49,7 +49,7 @@ func appendUntilKnown(ctx context.Context, es *nats.EventStore, j *jobLog, n int
 	a := j.next(n)
 	for {
 		v, err := es.Append(ctx, a.JobID, a.Expected, a.Events...)
-		if errors.Is(err, store.ErrUnknownOutcome) && ctx.Err() == nil {
+		if errors.Is(err, eventstore.ErrUnknownOutcome) && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {
@@ -69,7 +69,7 @@ func appendRound(t *testing.T, ctx context.Context, es *nats.EventStore, jobs []
 			require.NoError(t, appendUntilKnown(ctx, es, j, n))
 		}
 	}
-	group := make([]store.Append, len(jobs))
+	group := make([]eventstore.Append, len(jobs))
 	for i, j := range jobs {
 		group[i] = j.next(1)
 	}
@@ -84,13 +84,13 @@ func appendRound(t *testing.T, ctx context.Context, es *nats.EventStore, jobs []
 // together) and repeats, for the jobs whose outcome is unknown, the very
 // same appends until each is known, as the engine will.
 func appendGroupUntilKnown(ctx context.Context, es *nats.EventStore, jobs []*jobLog) error {
-	apps := make([]store.Append, len(jobs))
+	apps := make([]eventstore.Append, len(jobs))
 	todo := make([]int, len(jobs))
 	for i, j := range jobs {
 		apps[i], todo[i] = j.next(1), i
 	}
 	for len(todo) > 0 {
-		group := make([]store.Append, len(todo))
+		group := make([]eventstore.Append, len(todo))
 		for k, i := range todo {
 			group[k] = apps[i]
 		}
@@ -98,7 +98,7 @@ func appendGroupUntilKnown(ctx context.Context, es *nats.EventStore, jobs []*job
 		for k, r := range es.AppendMany(ctx, group) {
 			i := todo[k]
 			switch {
-			case errors.Is(r.Err, store.ErrUnknownOutcome) && ctx.Err() == nil:
+			case errors.Is(r.Err, eventstore.ErrUnknownOutcome) && ctx.Err() == nil:
 				again = append(again, i)
 			case r.Err != nil:
 				return fmt.Errorf("group commit, job %s: %w", jobs[i].id, r.Err)

@@ -9,16 +9,16 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Load returns the job's events in order and its version, (nil, 0, nil)
 // for a job without events. It reads with batched direct gets filtered by
 // the job's subject, LoadBatch messages per request, until the server says
-// nothing is pending. An unreadable event is a *store.CorruptError.
+// nothing is pending. An unreadable event is a *eventstore.CorruptError.
 func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
 	if err := events.ValidateJobID(jobID); err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		return nil, 0, fmt.Errorf("%w: %w", eventstore.ErrInvalid, err)
 	}
 	subj := s.subject(jobID)
 	var (
@@ -41,9 +41,9 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 				return nil, 0, fmt.Errorf("nats: load job %s after version %d: %w", jobID, version, err)
 			}
 			if m.Subject != subj {
-				return nil, 0, &store.CorruptError{JobID: jobID, Seq: m.Sequence, Err: fmt.Errorf("direct get returned subject %s", m.Subject)}
+				return nil, 0, &eventstore.CorruptError{JobID: jobID, Seq: m.Sequence, Err: fmt.Errorf("direct get returned subject %s", m.Subject)}
 			}
-			got, err := store.DecodeMessage(jobID, m.Sequence, m.Header, m.Data)
+			got, err := eventstore.DecodeMessage(jobID, m.Sequence, m.Header, m.Data)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -77,7 +77,7 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 // on a cluster any replica may answer from behind.
 func (s *EventStore) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
 	if err := events.ValidateJobID(jobID); err != nil {
-		return 0, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		return 0, fmt.Errorf("%w: %w", eventstore.ErrInvalid, err)
 	}
 	m, err := s.leaderGet(ctx, msgGetRequest{LastFor: s.subject(jobID)})
 	if err != nil || m == nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/store/storetest"
 )
 
 // TestLoadExpiredDeadlineIsNotAnEmptyJob: a Load whose context's

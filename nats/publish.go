@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // outcome is what a publish told us, before any re-read.
@@ -36,7 +36,7 @@ const (
 )
 
 // wireMsgs turns an append's messages into NATS messages on subject.
-func wireMsgs(subject string, msgs []store.Message) []*natsgo.Msg {
+func wireMsgs(subject string, msgs []eventstore.Message) []*natsgo.Msg {
 	out := make([]*natsgo.Msg, len(msgs))
 	for i, m := range msgs {
 		h := make(natsgo.Header, len(m.Header))
@@ -75,7 +75,7 @@ func acked(msg *natsgo.Msg, ack *jetstream.PubAck, err error) answer {
 		return answer{out: out, err: err}
 	case ack.Duplicate:
 		return answer{seq: ack.Sequence, out: duplicate,
-			err: fmt.Errorf("the server already has message id %s at sequence %d", msg.Header.Get(store.HeaderMsgID), ack.Sequence)}
+			err: fmt.Errorf("the server already has message id %s at sequence %d", msg.Header.Get(eventstore.HeaderMsgID), ack.Sequence)}
 	}
 	return answer{seq: ack.Sequence, out: written}
 }
@@ -93,7 +93,7 @@ func classify(err error) (outcome, error) {
 			errAtomicTooManyInflight, errBatchTooManyInflight:
 			return unclear, err
 		case errMessageTooLarge:
-			return failed, fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+			return failed, fmt.Errorf("%w: %w", eventstore.ErrTooLarge, err)
 		}
 		if api.Code >= 500 || api.Code == 408 || api.Code == 429 {
 			return unclear, err // the server is busy or electing a leader
@@ -102,7 +102,7 @@ func classify(err error) (outcome, error) {
 	}
 	switch {
 	case errors.Is(err, natsgo.ErrMaxPayload):
-		return failed, fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+		return failed, fmt.Errorf("%w: %w", eventstore.ErrTooLarge, err)
 	case errors.Is(err, natsgo.ErrBadSubject), errors.Is(err, natsgo.ErrInvalidConnection):
 		return failed, err
 	}

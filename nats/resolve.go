@@ -9,7 +9,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // landing is what a re-read found after the expected version.
@@ -27,9 +27,9 @@ const (
 // after expected are its events, whatever form they were written in
 // (store.Match; part of a group is not the whole). It returns the
 // sequence of the message holding our last event when it landed.
-func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64, msgs []store.Message) (uint64, landing, error) {
+func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64, msgs []eventstore.Message) (uint64, landing, error) {
 	subj := s.subject(jobID)
-	want := store.IDs(msgs)
+	want := eventstore.IDs(msgs)
 	var found [][]string
 	for seq := expected; ; {
 		got, err := s.leaderGet(ctx, msgGetRequest{Seq: seq + 1, NextFor: subj})
@@ -54,15 +54,15 @@ func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64,
 			// read racing the write. Look again later.
 			return 0, unchanged, fmt.Errorf("only %d of the %d events appended to job %s are readable yet", countIDs(found), len(want), jobID)
 		}
-		ids, err := store.StoredIDs(got.Header, got.Data)
+		ids, err := eventstore.StoredIDs(got.Header, got.Data)
 		if err != nil {
 			return 0, moved, nil // not ours: ours decode
 		}
 		found, seq = append(found, ids), got.Sequence
-		switch store.Match(want, found) {
-		case store.Landed:
+		switch eventstore.Match(want, found) {
+		case eventstore.Landed:
 			return seq, landed, nil
-		case store.Other:
+		case eventstore.Other:
 			// A batch is stored whole at consecutive sequences: part of
 			// ours followed by other events is not ours.
 			return 0, moved, nil

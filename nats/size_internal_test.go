@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // TestSizeModelIsExact bypasses the store's own size check and lets the
@@ -49,7 +49,7 @@ func TestSizeModelIsExact(t *testing.T) {
 					continue
 				}
 				require.Equal(t, failed, out, "one byte over the limit must be refused: %v", err)
-				require.ErrorIs(t, err, store.ErrTooLarge)
+				require.ErrorIs(t, err, eventstore.ErrTooLarge)
 			}
 		})
 	}
@@ -77,22 +77,22 @@ func setupInternal(t *testing.T, maxMsgSize int32) *EventStore {
 
 // sizedMsgs encodes n events of a new job, event big of which the model
 // sizes at exactly size bytes with its batch headers.
-func sizedMsgs(t *testing.T, job string, n, big, size int) []store.Message {
+func sizedMsgs(t *testing.T, job string, n, big, size int) []eventstore.Message {
 	t.Helper()
 	evs := make([]events.Event, n)
 	for i := range evs {
 		evs[i] = events.Event{ID: ulid.Make().String(), JobID: job, Version: uint64(i + 1),
 			Time: time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC), Data: events.JobCancelled{By: "test", Reason: "size"}}
 	}
-	measure := func(pad int) []store.Message {
+	measure := func(pad int) []eventstore.Message {
 		evs[big].Data = events.JobCancelled{By: "test", Reason: strings.Repeat("x", pad)}
-		msgs, err := store.EncodeAppend(job, 0, evs)
+		msgs, err := eventstore.EncodeAppend(job, 0, evs)
 		require.NoError(t, err)
 		return msgs
 	}
 	m := measure(0)
-	base := m[big].Size() + store.BatchOverhead(big, n)
+	base := m[big].Size() + eventstore.BatchOverhead(big, n)
 	m = measure(size - base)
-	require.Equal(t, size, m[big].Size()+store.BatchOverhead(big, n))
+	require.Equal(t, size, m[big].Size()+eventstore.BatchOverhead(big, n))
 	return m
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/memstore"
-	"github.com/serpent-engine/serpent/store/storetest"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 )
 
 // bothStores is a fresh in-memory store and the event store on a fresh
@@ -26,15 +26,15 @@ func TestSameIDTwiceInOneGroup(t *testing.T) {
 	for name, s := range bothStores(t) {
 		for _, n := range []int{2, 12} { // plain messages in flight, and an atomic batch
 			t.Run(name, func(t *testing.T) {
-				var group []store.Append
+				var group []eventstore.Append
 				for range n {
 					job := storetest.NewJobID()
-					group = append(group, store.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)})
+					group = append(group, eventstore.Append{JobID: job, Events: storetest.NewEvents(job, 1, 1)})
 				}
 				group[1].Events[0].ID = group[0].Events[0].ID
 				res := s.AppendMany(context.Background(), group)
 				require.NoError(t, res[0].Err)
-				require.ErrorIs(t, res[1].Err, store.ErrDuplicate, "n=%d", n)
+				require.ErrorIs(t, res[1].Err, eventstore.ErrDuplicate, "n=%d", n)
 			})
 		}
 	}
@@ -57,7 +57,7 @@ func TestPrefixThenOthers(t *testing.T) {
 			_, err = s.Append(ctx, job, v1, storetest.NewEvents(job, 4, 1)...)
 			require.NoError(t, err)
 			_, err = s.Append(ctx, job, v0, evs...)
-			require.ErrorIs(t, err, store.ErrConcurrency)
+			require.ErrorIs(t, err, eventstore.ErrConcurrency)
 		})
 	}
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/chaos"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 )
 

@@ -83,7 +83,7 @@ type Faults struct {
 	LongSendPauses bool
 	// StoreFail: an append or load fails with nothing written.
 	// StoreLost: an append is written but its reply is lost
-	// (store.ErrUnknownOutcome).
+	// (eventstore.ErrUnknownOutcome).
 	StoreFail, StoreLost float64
 	// LedgerFail: a billing ledger look-up fails.
 	LedgerFail float64

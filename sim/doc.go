@@ -32,7 +32,7 @@
 //     it comes back empty later),
 //   - pause the process (SIGSTOP, a long GC), past its lease if it likes,
 //   - fail a load or an append (nothing written), or lose an append's
-//     reply after it was written (store.ErrUnknownOutcome),
+//     reply after it was written (eventstore.ErrUnknownOutcome),
 //   - fail a billing ledger look-up, the arming of a timer or the
 //     recording of a rejection,
 //   - lose or delay an acknowledgement, so the message comes back,

@@ -8,8 +8,8 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/store"
 	"github.com/serpent-engine/serpent/worker"
 )
 
@@ -83,7 +83,7 @@ func (s taskStore) Append(ctx context.Context, jobID string, expected uint64, ev
 	case vDead:
 		return 0, errDead
 	case vLost:
-		return 0, fmt.Errorf("%w: sim: the reply to the append was lost", store.ErrUnknownOutcome)
+		return 0, fmt.Errorf("%w: sim: the reply to the append was lost", eventstore.ErrUnknownOutcome)
 	}
 	return v, nil
 }

@@ -7,7 +7,7 @@
 // Every step starts from the job's log: load, fold, decide, append with the
 // version that was loaded. Two deliveries of one job therefore cannot both
 // claim it or both rotate its key: the second append fails with
-// store.ErrConcurrency and the loser reloads. A process may die between any
+// eventstore.ErrConcurrency and the loser reloads. A process may die between any
 // two steps; the next worker resumes from the log with the same key.
 //
 // Run and RunIntake pull deliveries from JetStream consumers and hand each

@@ -9,8 +9,8 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )

@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // MaxCommandBytes bounds a schedule command. A query is at most 2 KiB, so a
@@ -177,7 +177,7 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 	}
 	ver, err := e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
 	switch {
-	case errors.Is(err, store.ErrConcurrency):
+	case errors.Is(err, eventstore.ErrConcurrency):
 		s, err := e.State(ctx, sched.JobID)
 		if err != nil {
 			return Scheduled{}, known{}, err

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Cancel stops a job that is not finished. A job with a request in flight
@@ -40,7 +40,7 @@ func (e *Engine) operate(ctx context.Context, jobID string, in aggregate.Input) 
 		if len(out) == 0 {
 			return s, nil // done before: nothing to write
 		}
-		if _, err = e.cfg.Store.Append(ctx, jobID, ver, out...); errors.Is(err, store.ErrConcurrency) {
+		if _, err = e.cfg.Store.Append(ctx, jobID, ver, out...); errors.Is(err, eventstore.ErrConcurrency) {
 			continue
 		} else if err != nil {
 			return s, fmt.Errorf("job %s: %w", jobID, err)

@@ -9,10 +9,10 @@ import (
 )
 
 // Store is the event log as the engine uses it. package nats has the
-// JetStream implementation and store/memstore a strict in-memory fake.
+// JetStream implementation and eventstore/memstore a strict in-memory fake.
 type Store interface {
 	// Append writes evs atomically if the job is still at version
-	// expected, or fails with store.ErrConcurrency.
+	// expected, or fails with eventstore.ErrConcurrency.
 	Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error)
 	// Load returns a job's events and its version.
 	Load(ctx context.Context, jobID string) ([]events.Event, uint64, error)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
@@ -98,7 +98,7 @@ func TestLostReplyOfARecordedOutcomeIsNotRecordedTwice(t *testing.T) {
 		defer mu.Unlock()
 		appends++
 		if appends == 5 { // the job, claim 1, outcome 1, claim 2, outcome 2
-			return fmt.Errorf("%w: no reply", store.ErrUnknownOutcome)
+			return fmt.Errorf("%w: no reply", eventstore.ErrUnknownOutcome)
 		}
 		return nil
 	}}})

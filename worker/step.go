@@ -11,8 +11,8 @@ import (
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // maxRounds bounds how often one Step reloads a job. Each round either
@@ -147,7 +147,7 @@ var errStaleLoad = errors.New("worker: the job was loaded from a replica behind 
 // scheduled or re-purchased. A stale load is an error: the delivery comes
 // again after a short delay.
 func (e *Engine) confirmLoad(ctx context.Context, jobID string, ver uint64) error {
-	leader, err := store.LeaderVersion(ctx, e.cfg.Store, jobID)
+	leader, err := eventstore.LeaderVersion(ctx, e.cfg.Store, jobID)
 	if err != nil {
 		return fmt.Errorf("job %s: confirm its version with the leader: %w", jobID, err)
 	}
@@ -160,7 +160,7 @@ func (e *Engine) confirmLoad(ctx context.Context, jobID string, ver uint64) erro
 // storeNew stores a new job's first events alone.
 func (e *Engine) storeNew(ctx context.Context, s aggregate.State, pending []events.Event) (known, error) {
 	v, err := e.cfg.Store.Append(ctx, s.JobID, 0, pending...)
-	if errors.Is(err, store.ErrConcurrency) {
+	if errors.Is(err, eventstore.ErrConcurrency) {
 		return known{}, nil // the same command came twice: go on from the log
 	}
 	if err != nil {
@@ -251,14 +251,14 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 		}
 	}
 	ver, err = e.cfg.Store.Append(ctx, jobID, ver, append(slices.Clip(prefix), evs...)...)
-	if errors.Is(err, store.ErrConcurrency) {
+	if errors.Is(err, eventstore.ErrConcurrency) {
 		if len(prefix) > 0 {
 			return known{}, errJobExists
 		}
 		return known{}, nil // another worker got there first
 	}
 	if err != nil {
-		if errors.Is(err, store.ErrUnknownOutcome) {
+		if errors.Is(err, eventstore.ErrUnknownOutcome) {
 			keepReservation() // the claim may be in the log
 		}
 		return known{}, fmt.Errorf("job %s: append claim: %w", jobID, err)
@@ -411,9 +411,9 @@ func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out 
 		switch {
 		case err == nil:
 			return after(s, newVer, evs), e.hook(e.cfg.Hooks.AfterRecord, jobID)
-		case errors.Is(err, store.ErrConcurrency):
+		case errors.Is(err, eventstore.ErrConcurrency):
 			// reload and decide again, at once
-		case errors.Is(err, store.ErrTooLarge) && out.Result != nil:
+		case errors.Is(err, eventstore.ErrTooLarge) && out.Result != nil:
 			e.jobLog(jobID, s).Error("the search result is too large for the event log; recording the outcome as unknown",
 				"request_id", out.RequestID, "result_bytes", len(out.Result), "err", err)
 			out = aggregate.Outcome{Key: out.Key, Try: out.Try, RetryAfter: out.RetryAfter, Unknown: serper.UnknownOversizedBody}
@@ -441,8 +441,8 @@ func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out 
 
 // permanent reports a store refusal no retry can change.
 func permanent(err error) bool {
-	var corrupt *store.CorruptError
-	return errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrDuplicate) ||
+	var corrupt *eventstore.CorruptError
+	return errors.Is(err, eventstore.ErrTooLarge) || errors.Is(err, eventstore.ErrInvalid) || errors.Is(err, eventstore.ErrDuplicate) ||
 		errors.As(err, &corrupt)
 }
 
@@ -483,10 +483,10 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 		return known{}, fmt.Errorf("job %s: decide reconciliation: %w", s.JobID, err)
 	}
 	ver, err = e.cfg.Store.Append(ctx, s.JobID, ver, evs...)
-	if errors.Is(err, store.ErrConcurrency) {
+	if errors.Is(err, eventstore.ErrConcurrency) {
 		return known{}, nil
 	}
-	if errors.Is(err, store.ErrUnknownOutcome) && ctx.Err() == nil {
+	if errors.Is(err, eventstore.ErrUnknownOutcome) && ctx.Err() == nil {
 		// It may have landed: read the job again and go on from the log,
 		// rather than wait as after a failed ledger look-up. A verdict
 		// of not charged that did land keeps its page counted (the

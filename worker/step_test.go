@@ -13,11 +13,11 @@ import (
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/memstore"
 	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
@@ -372,7 +372,7 @@ func (f *flakyLoads) Append(ctx context.Context, jobID string, expected uint64, 
 		f.mu.Lock()
 		f.failLoads = 3
 		f.mu.Unlock()
-		return 0, fmt.Errorf("%w: the reply was lost", store.ErrUnknownOutcome)
+		return 0, fmt.Errorf("%w: the reply was lost", eventstore.ErrUnknownOutcome)
 	}
 	return v, err
 }
@@ -600,7 +600,7 @@ type lostReconciliation struct {
 func (l lostReconciliation) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
 	v, err := l.Store.Append(ctx, jobID, expected, evs...)
 	if _, ok := evs[0].Data.(events.Reconciled); ok && err == nil {
-		return 0, fmt.Errorf("%w: the reply was lost", store.ErrUnknownOutcome)
+		return 0, fmt.Errorf("%w: the reply was lost", eventstore.ErrUnknownOutcome)
 	}
 	return v, err
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // SweepReport counts what a sweep saw.
@@ -123,9 +123,9 @@ func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID stri
 		return nil
 	}
 	rearmed, held, err := e.rearm(ctx, work, jobID)
-	var corrupt *store.CorruptError
+	var corrupt *eventstore.CorruptError
 	switch {
-	case errors.As(err, &corrupt) || errors.Is(err, store.ErrInvalid):
+	case errors.As(err, &corrupt) || errors.Is(err, eventstore.ErrInvalid):
 		rep.Unusable++
 		e.log.Warn("sweep: the job's events cannot be read; its timer is left as it is", "job", jobID, "err", err)
 		return nil

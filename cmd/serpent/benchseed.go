@@ -18,8 +18,8 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // benchSeeder writes finished jobs straight into SERP_EVENTS, exactly as
@@ -128,16 +128,16 @@ func (s *benchSeeder) job(ids *seedIDs, i int) (seedJob, error) {
 		for _, e := range evs {
 			st = aggregate.Apply(st, e)
 		}
-		msgs, err := store.EncodeAppend(j.id, 0, evs)
+		msgs, err := eventstore.EncodeAppend(j.id, 0, evs)
 		if err != nil {
 			return fmt.Errorf("bench: seeding job %d: %w", i, err)
 		}
-		msgs = store.Pack(msgs, seedMaxMessage) // as the event store writes it
+		msgs = eventstore.Pack(msgs, seedMaxMessage) // as the event store writes it
 		wire := make([]*natsgo.Msg, len(msgs))
 		for k, m := range msgs {
 			h := natsgo.Header(m.Header)
 			if !s.msgIDs {
-				delete(h, store.HeaderMsgID)
+				delete(h, eventstore.HeaderMsgID)
 			}
 			wire[k] = &natsgo.Msg{Subject: subject, Header: h, Data: m.Data}
 		}
@@ -301,7 +301,7 @@ func (s *benchSeeder) seed(ctx context.Context, js jetstream.JetStream, from, to
 				}
 				more = true
 				app := j.appends[round]
-				app[0].Header[store.HeaderExpectedSeq] = []string{strconv.FormatUint(j.last, 10)}
+				app[0].Header[eventstore.HeaderExpectedSeq] = []string{strconv.FormatUint(j.last, 10)}
 				for _, m := range app {
 					fut, err := js.PublishMsgAsync(m)
 					if err != nil {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // AuditOptions configure AuditLog.
@@ -162,7 +162,7 @@ func checkReached(subject string, reached, through uint64) error {
 // decoded is one chunk of messages, decoded.
 type decoded struct {
 	recs []projections.Record
-	bad  []*store.CorruptError
+	bad  []*eventstore.CorruptError
 }
 
 // auditMessages decodes the source's messages in parallel, puts them back
@@ -276,9 +276,9 @@ func decodeChunk(prefix string, msgs []Message) decoded {
 			d.recs = append(d.recs, got...)
 			continue
 		}
-		var ce *store.CorruptError
+		var ce *eventstore.CorruptError
 		if !errors.As(err, &ce) {
-			ce = &store.CorruptError{JobID: strings.TrimPrefix(m.Subject, prefix), Seq: m.Seq, Err: err}
+			ce = &eventstore.CorruptError{JobID: strings.TrimPrefix(m.Subject, prefix), Seq: m.Seq, Err: err}
 		}
 		var de *events.DecodeError
 		if ce.JobID == "" && errors.As(err, &de) {

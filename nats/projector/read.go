@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/store"
 )
 
 // Message is one message of a stream as the readers pass it on.
@@ -32,7 +32,7 @@ type Message struct {
 // holds one event, or the group of an append written as one message; the
 // records of a group share the message's sequence. Without a subject (a
 // recorded log) only the events are read. light leaves results out
-// (projections.DecodeLight). Errors are *store.CorruptError. prefix is
+// (projections.DecodeLight). Errors are *eventstore.CorruptError. prefix is
 // what comes before the job id in the subject (for SERP_EVENTS,
 // snats.EventSubjectPrefix). The runner, the audit and the metrics' fold
 // (metrics.Follow) all read the log with it, so they agree on what is an
@@ -41,15 +41,15 @@ func DecodeEvents(prefix string, m Message, light bool) ([]projections.Record, e
 	jobID := strings.TrimPrefix(m.Subject, prefix)
 	evs, err := projections.DecodeAll(m.Data, light)
 	if err != nil {
-		return nil, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+		return nil, &eventstore.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
 	}
 	if e := evs[0]; m.Subject != "" && e.JobID != jobID {
 		err = fmt.Errorf("event %s of job %s is stored on %s", e.ID, e.JobID, m.Subject)
 	} else {
-		err = store.CheckStored("", m.Header, evs)
+		err = eventstore.CheckStored("", m.Header, evs)
 	}
 	if err != nil {
-		return nil, &store.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+		return nil, &eventstore.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
 	}
 	recs := make([]projections.Record, len(evs))
 	for i, e := range evs {

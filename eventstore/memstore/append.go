@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Append writes evs to jobID if the job's version is expected, all or
@@ -38,16 +38,16 @@ func (s *Store) Append(ctx context.Context, jobID string, expected uint64, evs .
 }
 
 // prepare encodes and checks an append before anything is looked up.
-func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]store.Message, error) {
+func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]eventstore.Message, error) {
 	if len(evs) > s.opts.MaxBatch {
-		return nil, fmt.Errorf("%w: %d events for job %s, an atomic append takes at most %d", store.ErrInvalid, len(evs), jobID, s.opts.MaxBatch)
+		return nil, fmt.Errorf("%w: %d events for job %s, an atomic append takes at most %d", eventstore.ErrInvalid, len(evs), jobID, s.opts.MaxBatch)
 	}
-	msgs, err := store.EncodeAppend(jobID, expected, evs)
+	msgs, err := eventstore.EncodeAppend(jobID, expected, evs)
 	if err != nil {
 		return nil, err
 	}
-	msgs = store.Pack(msgs, s.opts.MaxMsgSize)
-	if err := store.CheckSize(jobID, msgs, s.opts.MaxMsgSize); err != nil {
+	msgs = eventstore.Pack(msgs, s.opts.MaxMsgSize)
+	if err := eventstore.CheckSize(jobID, msgs, s.opts.MaxMsgSize); err != nil {
 		return nil, err
 	}
 	return msgs, nil
@@ -56,7 +56,7 @@ func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]st
 // check decides an append against the log. It returns a version when the
 // append already happened, 0 and nil when it may be committed.
 // s.mu must be held.
-func (s *Store) check(jobID string, expected uint64, msgs []store.Message) (uint64, error) {
+func (s *Store) check(jobID string, expected uint64, msgs []eventstore.Message) (uint64, error) {
 	job := s.jobs[jobID]
 	var last uint64
 	if len(job) > 0 {
@@ -66,12 +66,12 @@ func (s *Store) check(jobID string, expected uint64, msgs []store.Message) (uint
 		if v, ok := landed(job, expected, msgs); ok {
 			return v, nil
 		}
-		return 0, fmt.Errorf("%w: job %s is at version %d, the append expected %d", store.ErrConcurrency, jobID, last, expected)
+		return 0, fmt.Errorf("%w: job %s is at version %d, the append expected %d", eventstore.ErrConcurrency, jobID, last, expected)
 	}
 	now := s.opts.Now()
 	for _, m := range msgs {
 		if e, ok := s.ids[m.ID()]; ok && now.Sub(e.at) < s.opts.DuplicateWindow {
-			return 0, fmt.Errorf("%w: %s event %s for job %s is already at sequence %d", store.ErrDuplicate, m.Type, m.ID(), jobID, e.seq)
+			return 0, fmt.Errorf("%w: %s event %s for job %s is already at sequence %d", eventstore.ErrDuplicate, m.Type, m.ID(), jobID, e.seq)
 		}
 	}
 	return 0, nil
@@ -79,7 +79,7 @@ func (s *Store) check(jobID string, expected uint64, msgs []store.Message) (uint
 
 // commit writes msgs at the next sequences and returns the last.
 // s.mu must be held.
-func (s *Store) commit(jobID string, msgs []store.Message) uint64 {
+func (s *Store) commit(jobID string, msgs []eventstore.Message) uint64 {
 	now := s.opts.Now()
 	for _, m := range msgs {
 		s.seq++
@@ -106,18 +106,18 @@ func (s *Store) forget(now time.Time) {
 // landed reports whether the events right after expected on the job are
 // those of msgs, whatever form they were written in (store.Match), and
 // the sequence of the message holding the last of them.
-func landed(job []stored, expected uint64, msgs []store.Message) (uint64, bool) {
-	want := store.IDs(msgs)
+func landed(job []stored, expected uint64, msgs []eventstore.Message) (uint64, bool) {
+	want := eventstore.IDs(msgs)
 	var found [][]string
 	for _, m := range job {
 		if m.seq <= expected {
 			continue
 		}
 		found = append(found, m.msg.IDs)
-		switch store.Match(want, found) {
-		case store.Landed:
+		switch eventstore.Match(want, found) {
+		case eventstore.Landed:
 			return m.seq, true
-		case store.Other:
+		case eventstore.Other:
 			return 0, false
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/memstore"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
 )
 
 func Example() {
@@ -26,7 +26,7 @@ func Example() {
 	other := created
 	other.ID = "01KBFX3M00000000000000000B"
 	_, err = s.Append(ctx, job, 0, other)
-	fmt.Println(errors.Is(err, store.ErrConcurrency))
+	fmt.Println(errors.Is(err, eventstore.ErrConcurrency))
 
 	evs, v, _ := s.Load(ctx, job)
 	fmt.Println(len(evs), evs[0].Type(), v)

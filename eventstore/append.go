@@ -1,4 +1,4 @@
-package store
+package eventstore
 
 import "github.com/serpent-engine/serpent/events"
 

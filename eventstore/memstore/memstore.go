@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Defaults, the same as a NATS server's and the SERP_EVENTS stream's.
@@ -43,7 +43,7 @@ type Hooks struct {
 	// AfterAppend is called after an append was written. An error is
 	// returned to the caller as is instead of the version: the write
 	// landed, the reply was lost. Return an error wrapping
-	// store.ErrUnknownOutcome to model the JetStream store exactly.
+	// eventstore.ErrUnknownOutcome to model the JetStream store exactly.
 	AfterAppend func(jobID string) error
 }
 
@@ -60,7 +60,7 @@ type Store struct {
 
 type stored struct {
 	seq uint64
-	msg store.Message
+	msg eventstore.Message
 }
 
 type idEntry struct {
@@ -96,7 +96,7 @@ func (s *Store) WriteRaw(_ context.Context, jobID string, data []byte) (uint64, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	s.jobs[jobID] = append(s.jobs[jobID], stored{seq: s.seq, msg: store.Message{Data: append([]byte(nil), data...)}})
+	s.jobs[jobID] = append(s.jobs[jobID], stored{seq: s.seq, msg: eventstore.Message{Data: append([]byte(nil), data...)}})
 	return s.seq, nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 func testAppendAndLoad(t *testing.T, s Store) {
@@ -65,7 +65,7 @@ func testWrongExpectedVersion(t *testing.T, s Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Append(ctx, job, tt.expected, NewEvents(job, 2, 2)...)
-			require.ErrorIs(t, err, store.ErrConcurrency)
+			require.ErrorIs(t, err, eventstore.ErrConcurrency)
 			require.ErrorContains(t, err, job)
 			requireJob(t, s, job, first, v1)
 		})
@@ -74,7 +74,7 @@ func testWrongExpectedVersion(t *testing.T, s Store) {
 	t.Run("non-zero on a new job", func(t *testing.T) {
 		fresh := NewJobID()
 		_, err := s.Append(ctx, fresh, v1, NewEvents(fresh, 1, 1)...)
-		require.ErrorIs(t, err, store.ErrConcurrency)
+		require.ErrorIs(t, err, eventstore.ErrConcurrency)
 		requireJob(t, s, fresh, nil, 0)
 	})
 }
@@ -117,11 +117,11 @@ func testRetryIsIdempotent(t *testing.T, s Store) {
 				// version hold these events": part of an append written
 				// as one message is not a retry of it.
 				_, err := s.Append(ctx, job, v0, evs[:tt.n-1]...)
-				require.ErrorIs(t, err, store.ErrConcurrency)
+				require.ErrorIs(t, err, eventstore.ErrConcurrency)
 			}
 			// Other events at that place are a conflict, not a retry.
 			_, err = s.Append(ctx, job, v0, more...)
-			require.ErrorIs(t, err, store.ErrConcurrency)
+			require.ErrorIs(t, err, eventstore.ErrConcurrency)
 		})
 	}
 }
@@ -136,19 +136,19 @@ func testAtomic(t *testing.T, s Store) {
 		{"last event of another job", func(job string, evs []events.Event) []events.Event {
 			evs[2].JobID = NewJobID()
 			return evs
-		}, store.ErrInvalid},
+		}, eventstore.ErrInvalid},
 		{"middle event malformed", func(job string, evs []events.Event) []events.Event {
 			evs[1].Data = nil
 			return evs
-		}, store.ErrInvalid},
+		}, eventstore.ErrInvalid},
 		{"last event too large", func(job string, evs []events.Event) []events.Event {
 			evs[2] = padded(job, evs[2].Version, 2<<20)
 			return evs
-		}, store.ErrTooLarge},
+		}, eventstore.ErrTooLarge},
 		{"duplicate id inside", func(job string, evs []events.Event) []events.Event {
 			evs[2].ID = evs[0].ID
 			return evs
-		}, store.ErrDuplicate},
+		}, eventstore.ErrDuplicate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,7 +168,7 @@ func testAtomic(t *testing.T, s Store) {
 		v, err := s.Append(ctx, job, 0, head...)
 		require.NoError(t, err)
 		_, err = s.Append(ctx, job, 0, NewEvents(job, 1, 3)...)
-		require.ErrorIs(t, err, store.ErrConcurrency)
+		require.ErrorIs(t, err, eventstore.ErrConcurrency)
 		requireJob(t, s, job, head, v)
 	})
 }
@@ -192,8 +192,8 @@ func testInvalid(t *testing.T, s Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Append(ctx, tt.job, 0, tt.evs...)
-			require.ErrorIs(t, err, store.ErrInvalid)
-			require.False(t, errors.Is(err, store.ErrConcurrency))
+			require.ErrorIs(t, err, eventstore.ErrInvalid)
+			require.False(t, errors.Is(err, eventstore.ErrConcurrency))
 			requireJob(t, s, job, nil, 0)
 		})
 	}

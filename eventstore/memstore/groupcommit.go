@@ -3,7 +3,7 @@ package memstore
 import (
 	"context"
 
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // AppendMany is group commit, as the JetStream store does it: the appends
@@ -12,18 +12,18 @@ import (
 // consecutive sequences, and a batch with a refused append falls back to
 // one Append per job, so only that append fails. Results are in order.
 // Hooks are called for every append, as by Append.
-func (s *Store) AppendMany(ctx context.Context, appends []store.Append) []store.Result {
-	res := make([]store.Result, len(appends))
-	msgs := make([][]store.Message, len(appends))
+func (s *Store) AppendMany(ctx context.Context, appends []eventstore.Append) []eventstore.Result {
+	res := make([]eventstore.Result, len(appends))
+	msgs := make([][]eventstore.Message, len(appends))
 	done := make([]bool, len(appends))
 	for i, a := range appends {
 		m, err := s.prepare(a.JobID, a.Expected, a.Events)
 		msgs[i] = m
 		if err != nil {
-			res[i], done[i] = store.Result{Err: err}, true
+			res[i], done[i] = eventstore.Result{Err: err}, true
 		}
 	}
-	for _, batch := range store.PlanBatches(appends, s.opts.MaxBatch, func(i int) int { return len(msgs[i]) }, func(i int) bool { return done[i] }) {
+	for _, batch := range eventstore.PlanBatches(appends, s.opts.MaxBatch, func(i int) int { return len(msgs[i]) }, func(i int) bool { return done[i] }) {
 		if err := ctx.Err(); err != nil {
 			break
 		}
@@ -42,7 +42,7 @@ func (s *Store) AppendMany(ctx context.Context, appends []store.Append) []store.
 
 // commitBatch writes one planned batch atomically, or falls back to single
 // appends when one of them is refused.
-func (s *Store) commitBatch(appends []store.Append, msgs [][]store.Message, batch []int, res []store.Result) {
+func (s *Store) commitBatch(appends []eventstore.Append, msgs [][]eventstore.Message, batch []int, res []eventstore.Result) {
 	ok := batch[:0:0]
 	for _, i := range batch {
 		if h := s.opts.Hooks.BeforeAppend; h != nil {
@@ -80,14 +80,14 @@ func (s *Store) commitBatch(appends []store.Append, msgs [][]store.Message, batc
 		}
 		if h := s.opts.Hooks.AfterAppend; h != nil && res[i].Err == nil {
 			if err := h(appends[i].JobID); err != nil {
-				res[i] = store.Result{Err: err}
+				res[i] = eventstore.Result{Err: err}
 			}
 		}
 	}
 }
 
 // appendChecked is Append after prepare and BeforeAppend, without hooks.
-func (s *Store) appendChecked(jobID string, expected uint64, msgs []store.Message) (uint64, error) {
+func (s *Store) appendChecked(jobID string, expected uint64, msgs []eventstore.Message) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, err := s.check(jobID, expected, msgs)
@@ -97,4 +97,6 @@ func (s *Store) appendChecked(jobID string, expected uint64, msgs []store.Messag
 	return v, err
 }
 
-func (s *Store) result(v uint64, err error) store.Result { return store.Result{Version: v, Err: err} }
+func (s *Store) result(v uint64, err error) eventstore.Result {
+	return eventstore.Result{Version: v, Err: err}
+}

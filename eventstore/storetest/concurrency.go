@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // testRace has N goroutines append to one job at the same version, round
@@ -43,7 +43,7 @@ func testRace(t *testing.T, s Store) {
 				winner = i
 				continue
 			}
-			require.ErrorIs(t, err, store.ErrConcurrency, "round %d, racer %d", round, i)
+			require.ErrorIs(t, err, eventstore.ErrConcurrency, "round %d, racer %d", round, i)
 		}
 		require.NotEqual(t, -1, winner, "round %d: nobody won", round)
 		history = append(history, evs[winner]...)

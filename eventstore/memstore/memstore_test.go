@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/memstore"
-	"github.com/serpent-engine/serpent/store/storetest"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -45,7 +45,7 @@ func TestDuplicateWindow(t *testing.T) {
 	again := evs[0]
 	again.Version = 2
 	_, err = s.Append(ctx, job, v, again)
-	require.ErrorIs(t, err, store.ErrDuplicate)
+	require.ErrorIs(t, err, eventstore.ErrDuplicate)
 
 	// Past the window JetStream forgets the id, and so does the fake.
 	c.now = c.now.Add(memstore.DefaultDuplicateWindow)
@@ -54,7 +54,7 @@ func TestDuplicateWindow(t *testing.T) {
 }
 
 func TestHooks(t *testing.T) {
-	lost := errors.Join(store.ErrUnknownOutcome, errors.New("reply lost"))
+	lost := errors.Join(eventstore.ErrUnknownOutcome, errors.New("reply lost"))
 	tests := []struct {
 		name      string
 		hooks     memstore.Hooks
@@ -78,7 +78,7 @@ func TestHooks(t *testing.T) {
 				evs := storetest.NewEvents(job, 1, 2)
 				var err error
 				if many {
-					err = s.AppendMany(ctx, []store.Append{{JobID: job, Events: evs}})[0].Err
+					err = s.AppendMany(ctx, []eventstore.Append{{JobID: job, Events: evs}})[0].Err
 				} else {
 					_, err = s.Append(ctx, job, 0, evs...)
 				}
@@ -102,7 +102,7 @@ func TestRetryAfterLostReply(t *testing.T) {
 	s, _ := setup(t, memstore.Options{Hooks: memstore.Hooks{AfterAppend: func(string) error {
 		if fail {
 			fail = false
-			return store.ErrUnknownOutcome
+			return eventstore.ErrUnknownOutcome
 		}
 		return nil
 	}}})
@@ -110,7 +110,7 @@ func TestRetryAfterLostReply(t *testing.T) {
 	job := storetest.NewJobID()
 	evs := storetest.NewEvents(job, 1, 3)
 	_, err := s.Append(ctx, job, 0, evs...)
-	require.ErrorIs(t, err, store.ErrUnknownOutcome)
+	require.ErrorIs(t, err, eventstore.ErrUnknownOutcome)
 	v, err := s.Append(ctx, job, 0, evs...)
 	require.NoError(t, err)
 	got, version, err := s.Load(ctx, job)
@@ -124,12 +124,12 @@ func TestMaxBatch(t *testing.T) {
 	ctx := context.Background()
 	job := storetest.NewJobID()
 	_, err := s.Append(ctx, job, 0, storetest.NewEvents(job, 1, 5)...)
-	require.ErrorIs(t, err, store.ErrInvalid)
+	require.ErrorIs(t, err, eventstore.ErrInvalid)
 
-	var appends []store.Append
+	var appends []eventstore.Append
 	for range 5 {
 		j := storetest.NewJobID()
-		appends = append(appends, store.Append{JobID: j, Events: storetest.NewEvents(j, 1, 3)})
+		appends = append(appends, eventstore.Append{JobID: j, Events: storetest.NewEvents(j, 1, 3)})
 	}
 	for i, r := range s.AppendMany(ctx, appends) {
 		require.NoError(t, r.Err, "append %d", i)

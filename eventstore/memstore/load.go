@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Load returns the job's events in order and its version; (nil, 0, nil)
 // for a job without events. An event that does not decode is a
-// *store.CorruptError naming the job and the sequence.
+// *eventstore.CorruptError naming the job and the sequence.
 func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -22,7 +22,7 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64,
 	}
 	evs := make([]events.Event, 0, len(job))
 	for _, m := range job {
-		got, err := store.DecodeMessage(jobID, m.seq, m.msg.Header, m.msg.Data)
+		got, err := eventstore.DecodeMessage(jobID, m.seq, m.msg.Header, m.msg.Data)
 		if err != nil {
 			return nil, 0, err
 		}

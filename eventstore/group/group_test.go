@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
-	"github.com/serpent-engine/serpent/store/group"
-	"github.com/serpent-engine/serpent/store/memstore"
-	"github.com/serpent-engine/serpent/store/storetest"
+	"github.com/serpent-engine/serpent/eventstore"
+	"github.com/serpent-engine/serpent/eventstore/group"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
+	"github.com/serpent-engine/serpent/eventstore/storetest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -93,15 +93,15 @@ func TestConflictStaysWithItsJob(t *testing.T) {
 	stale := storetest.NewJobID()
 	v, err := c.Append(ctx, stale, 0, storetest.NewEvent(stale, 1))
 	require.NoError(t, err)
-	res := c.AppendMany(ctx, []store.Append{
+	res := c.AppendMany(ctx, []eventstore.Append{
 		{JobID: stale, Expected: 0, Events: []events.Event{storetest.NewEvent(stale, 1)}},
-		func() store.Append {
+		func() eventstore.Append {
 			j := storetest.NewJobID()
-			return store.Append{JobID: j, Events: []events.Event{storetest.NewEvent(j, 1)}}
+			return eventstore.Append{JobID: j, Events: []events.Event{storetest.NewEvent(j, 1)}}
 		}(),
 		{JobID: stale, Expected: v, Events: []events.Event{storetest.NewEvent(stale, 2)}},
 	})
-	require.ErrorIs(t, res[0].Err, store.ErrConcurrency)
+	require.ErrorIs(t, res[0].Err, eventstore.ErrConcurrency)
 	require.NoError(t, res[1].Err)
 	require.NoError(t, res[2].Err)
 }
@@ -123,7 +123,7 @@ type gated struct {
 	held int
 }
 
-func (g *gated) AppendMany(ctx context.Context, a []store.Append) []store.Result {
+func (g *gated) AppendMany(ctx context.Context, a []eventstore.Append) []eventstore.Result {
 	g.mu.Lock()
 	g.held += len(a)
 	g.mu.Unlock()

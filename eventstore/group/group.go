@@ -8,7 +8,7 @@
 // added wait.
 //
 // Every Append keeps its own optimistic concurrency check: a job whose
-// version moved gets store.ErrConcurrency, the others in its group are not
+// version moved gets eventstore.ErrConcurrency, the others in its group are not
 // affected.
 package group
 
@@ -21,13 +21,13 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Store is the store a Committer writes to.
 type Store interface {
 	Load(ctx context.Context, jobID string) ([]events.Event, uint64, error)
-	AppendMany(ctx context.Context, appends []store.Append) []store.Result
+	AppendMany(ctx context.Context, appends []eventstore.Append) []eventstore.Result
 }
 
 // Options tune a Committer.
@@ -42,7 +42,7 @@ type Options struct {
 	// checked in order.
 	Parallel int
 	// Timeout bounds one group commit; default 30 s. An append whose
-	// commit times out gets store.ErrUnknownOutcome.
+	// commit times out gets eventstore.ErrUnknownOutcome.
 	Timeout time.Duration
 	// OnCommit, if set, is told the size and duration of every commit.
 	OnCommit func(appends, events int, took time.Duration)
@@ -65,8 +65,8 @@ type Committer struct {
 }
 
 type request struct {
-	append store.Append
-	result chan store.Result
+	append eventstore.Append
+	result chan eventstore.Result
 }
 
 // ErrClosed is returned by Append after Close.
@@ -95,17 +95,17 @@ func (c *Committer) Load(ctx context.Context, jobID string) ([]events.Event, uin
 }
 
 // LeaderVersion reads a job's version from the inner store's leader
-// (store.LeaderVersion).
+// (eventstore.LeaderVersion).
 func (c *Committer) LeaderVersion(ctx context.Context, jobID string) (uint64, error) {
-	return store.LeaderVersion(ctx, c.inner, jobID)
+	return eventstore.LeaderVersion(ctx, c.inner, jobID)
 }
 
 // Append queues one append and waits for its group to be committed. If ctx
 // ends while the append is queued or being written, the append may still
-// land: the error then wraps store.ErrUnknownOutcome, and repeating the
+// land: the error then wraps eventstore.ErrUnknownOutcome, and repeating the
 // same append settles it.
 func (c *Committer) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
-	r, err := c.enqueue(ctx, store.Append{JobID: jobID, Expected: expected, Events: evs})
+	r, err := c.enqueue(ctx, eventstore.Append{JobID: jobID, Expected: expected, Events: evs})
 	if err != nil {
 		return 0, err
 	}
@@ -115,8 +115,8 @@ func (c *Committer) Append(ctx context.Context, jobID string, expected uint64, e
 
 // AppendMany queues the appends in order (so a job's second append is
 // checked after its first) and waits for all of them.
-func (c *Committer) AppendMany(ctx context.Context, appends []store.Append) []store.Result {
-	out := make([]store.Result, len(appends))
+func (c *Committer) AppendMany(ctx context.Context, appends []eventstore.Append) []eventstore.Result {
+	out := make([]eventstore.Result, len(appends))
 	reqs := make([]*request, len(appends))
 	for i, a := range appends {
 		r, err := c.enqueue(ctx, a)
@@ -134,7 +134,7 @@ func (c *Committer) AppendMany(ctx context.Context, appends []store.Append) []st
 	return out
 }
 
-func (c *Committer) enqueue(ctx context.Context, a store.Append) (*request, error) {
+func (c *Committer) enqueue(ctx context.Context, a eventstore.Append) (*request, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {
@@ -143,7 +143,7 @@ func (c *Committer) enqueue(ctx context.Context, a store.Append) (*request, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err // a select below would pick at random between the two
 	}
-	r := &request{append: a, result: make(chan store.Result, 1)}
+	r := &request{append: a, result: make(chan eventstore.Result, 1)}
 	select {
 	case c.queue <- r:
 		// Counted once it is in the queue, where the next commit finds
@@ -156,12 +156,12 @@ func (c *Committer) enqueue(ctx context.Context, a store.Append) (*request, erro
 	}
 }
 
-func (c *Committer) wait(ctx context.Context, r *request) store.Result {
+func (c *Committer) wait(ctx context.Context, r *request) eventstore.Result {
 	select {
 	case res := <-r.result:
 		return res
 	case <-ctx.Done():
-		return store.Result{Err: fmt.Errorf("%w: %w", store.ErrUnknownOutcome, ctx.Err())}
+		return eventstore.Result{Err: fmt.Errorf("%w: %w", eventstore.ErrUnknownOutcome, ctx.Err())}
 	}
 }
 
@@ -278,7 +278,7 @@ func (c *Committer) pick(pending []*request, inflight map[string]int) (batch, re
 }
 
 func (c *Committer) commit(batch []*request) {
-	appends := make([]store.Append, len(batch))
+	appends := make([]eventstore.Append, len(batch))
 	msgs := 0
 	for i, r := range batch {
 		appends[i] = r.append
@@ -290,8 +290,8 @@ func (c *Committer) commit(batch []*request) {
 	took := time.Since(start)
 	cancel()
 	for i, r := range batch {
-		if ctx.Err() != nil && res[i].Err != nil && !errors.Is(res[i].Err, store.ErrUnknownOutcome) {
-			res[i].Err = fmt.Errorf("%w: %w", store.ErrUnknownOutcome, res[i].Err)
+		if ctx.Err() != nil && res[i].Err != nil && !errors.Is(res[i].Err, eventstore.ErrUnknownOutcome) {
+			res[i].Err = fmt.Errorf("%w: %w", eventstore.ErrUnknownOutcome, res[i].Err)
 		}
 		r.result <- res[i]
 	}

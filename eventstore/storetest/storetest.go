@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every serpent event store
 // passes: the JetStream store in package nats and the in-memory fake in
-// store/memstore run the same tests, so the fake is exactly as strict as
+// eventstore/memstore run the same tests, so the fake is exactly as strict as
 // production.
 //
 // The rules it pins down, beyond the Store interface's comments:
@@ -8,21 +8,21 @@
 //   - A version is the log sequence of the job's last event: increasing per
 //     job, not consecutive (other jobs share the sequence), 0 for none.
 //   - An append whose expected version is not the job's version fails with
-//     store.ErrConcurrency and writes nothing, unless the events right
+//     eventstore.ErrConcurrency and writes nothing, unless the events right
 //     after the expected version are exactly the appended ones (same ids,
 //     same order): then the append already happened (a retry after a lost
 //     reply) and it returns the version it produced, writing nothing new.
 //   - An append at the right version with an event id the log already has
 //     elsewhere (this job or another, within the duplicate window), or with
-//     one id twice, fails with store.ErrDuplicate and writes nothing. A
+//     one id twice, fails with eventstore.ErrDuplicate and writes nothing. A
 //     stale version wins over a duplicate id: that is ErrConcurrency.
 //   - Several events are written all or none, at consecutive sequences.
 //   - A message larger than the limit (headers included, see
-//     store.CheckSize) fails with store.ErrTooLarge naming job, type, size
+//     store.CheckSize) fails with eventstore.ErrTooLarge naming job, type, size
 //     and limit; one exactly at the limit is written.
 //   - An invalid append (another job's event, a bad envelope, versions not
-//     following on, no events) fails with store.ErrInvalid.
-//   - An unreadable stored event makes Load fail with *store.CorruptError
+//     following on, no events) fails with eventstore.ErrInvalid.
+//   - An unreadable stored event makes Load fail with *eventstore.CorruptError
 //     naming the job and the sequence.
 package storetest
 
@@ -31,7 +31,7 @@ import (
 	"testing"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Store is the event store as the engine uses it.
@@ -44,7 +44,7 @@ type Store interface {
 	// AppendMany is group commit: many jobs' appends in as few atomic batches as possible;
 	// one result per append, in order. A conflict on one job must not fail the others
 	// (fall back to per-job appends for the batch that failed).
-	AppendMany(ctx context.Context, appends []store.Append) []store.Result
+	AppendMany(ctx context.Context, appends []eventstore.Append) []eventstore.Result
 }
 
 // Sized is what the size tests need: the largest message the store takes,

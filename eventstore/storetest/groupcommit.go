@@ -7,37 +7,37 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 func testGroupCommit(t *testing.T, s Store) {
 	ctx := context.Background()
-	var appends []store.Append
+	var appends []eventstore.Append
 	for i := range 10 {
 		job := NewJobID()
-		appends = append(appends, store.Append{JobID: job, Events: NewEvents(job, 1, 1+i%3)})
+		appends = append(appends, eventstore.Append{JobID: job, Events: NewEvents(job, 1, 1+i%3)})
 	}
 	// Refused before anything is sent: another job's event, too large.
 	bad := NewJobID()
-	appends = append(appends[:3], append([]store.Append{{JobID: bad, Events: NewEvents(NewJobID(), 1, 1)}}, appends[3:]...)...)
+	appends = append(appends[:3], append([]eventstore.Append{{JobID: bad, Events: NewEvents(NewJobID(), 1, 1)}}, appends[3:]...)...)
 	big := NewJobID()
-	appends = append(appends, store.Append{JobID: big, Events: []events.Event{padded(big, 1, 2<<20)}})
+	appends = append(appends, eventstore.Append{JobID: big, Events: []events.Event{padded(big, 1, 2<<20)}})
 	// A second append of a job already in the group, at the same version.
 	first := appends[0]
-	appends = append(appends, store.Append{JobID: first.JobID, Events: NewEvents(first.JobID, 1, 1)})
+	appends = append(appends, eventstore.Append{JobID: first.JobID, Events: NewEvents(first.JobID, 1, 1)})
 
-	check := func(res []store.Result) {
+	check := func(res []eventstore.Result) {
 		t.Helper()
 		require.Len(t, res, len(appends))
 		for i, r := range res {
 			a := appends[i]
 			switch {
 			case a.JobID == bad:
-				require.ErrorIs(t, r.Err, store.ErrInvalid)
+				require.ErrorIs(t, r.Err, eventstore.ErrInvalid)
 			case a.JobID == big:
-				require.ErrorIs(t, r.Err, store.ErrTooLarge)
+				require.ErrorIs(t, r.Err, eventstore.ErrTooLarge)
 			case i == len(appends)-1:
-				require.ErrorIs(t, r.Err, store.ErrConcurrency, "the job's first append of the group came first")
+				require.ErrorIs(t, r.Err, eventstore.ErrConcurrency, "the job's first append of the group came first")
 			default:
 				require.NoError(t, r.Err, "append %d", i)
 				requireJob(t, s, a.JobID, a.Events, r.Version)
@@ -71,28 +71,28 @@ func staleAndDuplicate(t *testing.T, s Store, jobs, n, stale, dup int) {
 	ctx := context.Background()
 	heads := make([][]events.Event, jobs)
 	versions := make([]uint64, jobs)
-	appends := make([]store.Append, jobs)
+	appends := make([]eventstore.Append, jobs)
 	for i := range appends {
 		job := NewJobID()
 		heads[i] = NewEvents(job, 1, 1)
 		v, err := s.Append(ctx, job, 0, heads[i]...)
 		require.NoError(t, err)
 		versions[i] = v
-		appends[i] = store.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, n)}
+		appends[i] = eventstore.Append{JobID: job, Expected: v, Events: NewEvents(job, 2, n)}
 	}
 	appends[stale].Expected = 0
 	appends[dup].Events[0].ID = heads[dup][0].ID
-	check := func(res []store.Result) {
+	check := func(res []eventstore.Result) {
 		t.Helper()
 		require.Len(t, res, jobs)
 		for i, r := range res {
 			a := appends[i]
 			switch i {
 			case stale:
-				require.ErrorIs(t, r.Err, store.ErrConcurrency)
+				require.ErrorIs(t, r.Err, eventstore.ErrConcurrency)
 				requireJob(t, s, a.JobID, heads[i], versions[i])
 			case dup:
-				require.ErrorIs(t, r.Err, store.ErrDuplicate)
+				require.ErrorIs(t, r.Err, eventstore.ErrDuplicate)
 				requireJob(t, s, a.JobID, heads[i], versions[i])
 			default:
 				require.NoError(t, r.Err, "append %d", i)
@@ -106,7 +106,7 @@ func staleAndDuplicate(t *testing.T, s Store, jobs, n, stale, dup int) {
 // commitTwice group-commits appends and checks the results, then commits
 // the same group again: a retry, which must check the same and give the
 // same versions, writing nothing new.
-func commitTwice(t *testing.T, ctx context.Context, s Store, appends []store.Append, check func([]store.Result)) {
+func commitTwice(t *testing.T, ctx context.Context, s Store, appends []eventstore.Append, check func([]eventstore.Result)) {
 	t.Helper()
 	res := s.AppendMany(ctx, appends)
 	check(res)
@@ -120,10 +120,10 @@ func commitTwice(t *testing.T, ctx context.Context, s Store, appends []store.App
 // testGroupCommitLarge spans several atomic batches.
 func testGroupCommitLarge(t *testing.T, s Store) {
 	const jobs = 550 // 1,100 messages: more than one batch of 1,000
-	appends := make([]store.Append, jobs)
+	appends := make([]eventstore.Append, jobs)
 	for i := range appends {
 		job := NewJobID()
-		appends[i] = store.Append{JobID: job, Events: NewEvents(job, 1, 2)}
+		appends[i] = eventstore.Append{JobID: job, Events: NewEvents(job, 1, 2)}
 	}
 	res := s.AppendMany(context.Background(), appends)
 	require.Len(t, res, jobs)

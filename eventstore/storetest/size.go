@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // testSizeLimit writes messages exactly at the store's limit, headers and
@@ -34,7 +34,7 @@ func testSizeLimit(t *testing.T, s Store) {
 			over := NewJobID()
 			evs := sizedAppend(t, over, tt.n, tt.big, limit+1)
 			_, err := s.Append(ctx, over, 0, evs...)
-			require.ErrorIs(t, err, store.ErrTooLarge)
+			require.ErrorIs(t, err, eventstore.ErrTooLarge)
 			for _, m := range []string{over, events.TypeObservationStored, strconv.Itoa(limit + 1), strconv.Itoa(limit)} {
 				require.ErrorContains(t, err, m)
 			}
@@ -73,9 +73,9 @@ func testGroupLimit(t *testing.T, s Store) {
 			measure := func(pad int) int {
 				evs[2] = padded(job, 4, pad)
 				evs[2].ID = id
-				msgs, err := store.EncodeAppend(job, v0, evs)
+				msgs, err := eventstore.EncodeAppend(job, v0, evs)
 				require.NoError(t, err)
-				return store.Pack(msgs, math.MaxInt)[0].Size()
+				return eventstore.Pack(msgs, math.MaxInt)[0].Size()
 			}
 			base := measure(0)
 			require.Equal(t, tt.size, measure(tt.size-base))
@@ -96,9 +96,9 @@ func sizedAppend(t *testing.T, job string, n, big, size int) []events.Event {
 	measure := func(pad int) int {
 		evs[big] = padded(job, evs[big].Version, pad)
 		evs[big].ID = id
-		msgs, err := store.EncodeAppend(job, 0, evs)
+		msgs, err := eventstore.EncodeAppend(job, 0, evs)
 		require.NoError(t, err)
-		return msgs[big].Size() + store.BatchOverhead(big, n)
+		return msgs[big].Size() + eventstore.BatchOverhead(big, n)
 	}
 	base := measure(0)
 	require.Less(t, base, size)

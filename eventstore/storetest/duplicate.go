@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // testDuplicateID pins down what an event id already in the log gets
@@ -31,24 +31,24 @@ func testDuplicateID(t *testing.T, s Store) {
 			e := NewEvent(job, 3)
 			e.ID = h[0].ID
 			return []events.Event{e}
-		}, false, store.ErrDuplicate},
+		}, false, eventstore.ErrDuplicate},
 		{"event id of another job", func(job string, h []events.Event) []events.Event {
 			e := NewEvent(job, 3)
 			e.ID = otherEvs[0].ID
 			return []events.Event{e}
-		}, false, store.ErrDuplicate},
+		}, false, eventstore.ErrDuplicate},
 		// An append of several events is one message, whose id is its
 		// first event's: a retried append is known by it.
 		{"known id first in an append of two", func(job string, h []events.Event) []events.Event {
 			evs := NewEvents(job, 3, 2)
 			evs[0].ID = h[0].ID
 			return evs
-		}, false, store.ErrDuplicate},
+		}, false, eventstore.ErrDuplicate},
 		{"known id with a stale version is a conflict", func(job string, h []events.Event) []events.Event {
 			e := NewEvent(job, 1)
 			e.ID = otherEvs[0].ID
 			return []events.Event{e}
-		}, true, store.ErrConcurrency},
+		}, true, eventstore.ErrConcurrency},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

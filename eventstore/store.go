@@ -1,14 +1,14 @@
 // Package store holds what every event store of serpent shares: the errors
 // callers act on. The JetStream store lives in package nats, the strict
-// in-memory fake in store/memstore, and the conformance suite both must
-// pass in store/storetest.
+// in-memory fake in eventstore/memstore, and the conformance suite both must
+// pass in eventstore/storetest.
 //
 // A job's version, as a store sees it, is an opaque position: the sequence
 // of the job's last event in the log, 0 when the job has no events. Append
 // takes the version the caller last saw and refuses with ErrConcurrency if
 // the job moved on since, which is how two deliveries of one job are kept
 // from both claiming it or both rotating its key.
-package store
+package eventstore
 
 import (
 	"errors"

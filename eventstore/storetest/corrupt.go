@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/store"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // testCorrupt puts unreadable messages on a job's subject: Load names the
@@ -40,8 +40,8 @@ func testCorrupt(t *testing.T, s Store) {
 			require.Greater(t, seq, v)
 
 			_, _, err = s.Load(ctx, job)
-			var ce *store.CorruptError
-			require.True(t, errors.As(err, &ce), "want a *store.CorruptError, got %v", err)
+			var ce *eventstore.CorruptError
+			require.True(t, errors.As(err, &ce), "want a *eventstore.CorruptError, got %v", err)
 			require.Equal(t, job, ce.JobID)
 			require.Equal(t, seq, ce.Seq)
 			require.ErrorContains(t, err, job)
