@@ -18,12 +18,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // World is what a run left behind, as the checks read it once every job
@@ -85,16 +85,16 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	}
 	rejected := map[uint64]rejection{}
 	err = readAll(ctx, r.js, snats.RejectStream, snats.RejectSubjectPrefix+">", func(m jetstream.Msg) error {
-		seq, err := strconv.ParseUint(m.Headers().Get(worker.HeaderCommandSeq), 10, 64)
+		seq, err := strconv.ParseUint(m.Headers().Get(engine.HeaderCommandSeq), 10, 64)
 		if err != nil {
-			rep.violation("a rejection record without a command sequence: %q", m.Headers().Get(worker.HeaderCommandSeq))
+			rep.violation("a rejection record without a command sequence: %q", m.Headers().Get(engine.HeaderCommandSeq))
 			return nil
 		}
 		if _, twice := rejected[seq]; twice {
 			rep.violation("command %d was rejected twice", seq)
 		}
-		rejected[seq] = rejection{m.Headers().Get(worker.HeaderRejectReason), m.Data()}
-		rep.Rejections[m.Headers().Get(worker.HeaderRejectReason)]++
+		rejected[seq] = rejection{m.Headers().Get(engine.HeaderRejectReason), m.Data()}
+		rep.Rejections[m.Headers().Get(engine.HeaderRejectReason)]++
 		r.holdsToken("rejection of command "+strconv.FormatUint(seq, 10), m)
 		return nil
 	})

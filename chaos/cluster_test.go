@@ -12,12 +12,12 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/chaos"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestEnginesSurviveLeaderLoss runs two engines on a 3-node JetStream cluster
@@ -139,7 +139,7 @@ func startEngine(t *testing.T, js jetstream.JetStream, acked *ackLog, sandboxURL
 	p := aggregate.DefaultPolicy()
 	p.BaseDelay, p.MaxDelay, p.MinDelay = events.Duration(20*time.Millisecond), events.Duration(300*time.Millisecond), events.Duration(10*time.Millisecond)
 	p.Lease = events.Duration(3 * time.Second)
-	eng, err := worker.New(worker.Config{Name: name, Store: &recordingStore{Store: st, acked: acked}, API: client,
+	eng, err := engine.New(engine.Config{Name: name, Store: &recordingStore{Store: st, acked: acked}, API: client,
 		Timers: snats.NewTimers(js, nil), Policy: p, ReconcileRetry: 200 * time.Millisecond})
 	require.NoError(t, err)
 	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
@@ -151,7 +151,7 @@ func startEngine(t *testing.T, js jetstream.JetStream, acked *ackLog, sandboxURL
 	go func() { defer wg.Done(); _ = eng.RunIntake(ctx, js, intake, 16) }()
 	go func() {
 		defer wg.Done()
-		_ = eng.Run(ctx, work, worker.RunOptions{Concurrency: 16, Grace: 5 * time.Second, RetryDelay: 100 * time.Millisecond})
+		_ = eng.Run(ctx, work, engine.RunOptions{Concurrency: 16, Grace: 5 * time.Second, RetryDelay: 100 * time.Millisecond})
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait(); client.CloseIdleConnections() })
 }
@@ -159,7 +159,7 @@ func startEngine(t *testing.T, js jetstream.JetStream, acked *ackLog, sandboxURL
 // recordingStore remembers every event whose append the store
 // acknowledged.
 type recordingStore struct {
-	worker.Store
+	engine.Store
 	acked *ackLog
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/worker"
+	"github.com/serpent-engine/serpent/engine"
 )
 
 // command is one schedule command a run publishes.
@@ -75,19 +75,19 @@ var malformed = []struct {
 	{"invalid_language", func(i int) string {
 		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","country":"US","language":"english","device":"mobile"}`, i)
 	}},
-	{worker.ReasonMalformed, func(i int) string {
+	{engine.ReasonMalformed, func(i int) string {
 		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","colour":"red"}`, i)
 	}},
-	{worker.ReasonMalformed, func(i int) string { return fmt.Sprintf("not json %d", i) }},
-	{worker.ReasonTooLarge, func(i int) string {
-		return fmt.Sprintf(`{"query":"%d%s"}`, i, strings.Repeat("x", worker.MaxCommandBytes))
+	{engine.ReasonMalformed, func(i int) string { return fmt.Sprintf("not json %d", i) }},
+	{engine.ReasonTooLarge, func(i int) string {
+		return fmt.Sprintf(`{"query":"%d%s"}`, i, strings.Repeat("x", engine.MaxCommandBytes))
 	}},
 }
 
 // JobOf is the job a command maps to, by the engine's own rules, or "" if
 // the command is invalid.
 func JobOf(payload []byte) string {
-	c, err := worker.ParseCommand(payload)
+	c, err := engine.ParseCommand(payload)
 	if err != nil {
 		return ""
 	}

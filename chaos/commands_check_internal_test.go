@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore/memstore"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 type noAPI struct{}
@@ -38,7 +38,7 @@ func (noTimers) Arm(context.Context, string, time.Time) error { return nil }
 func TestCommandsHeldToWhatTheRunDrew(t *testing.T) {
 	cfg := Config{Seed: 3, Jobs: 4, Duplicates: 1, Malformed: len(malformed), Spread: time.Minute}
 	cmds := commands(cfg, time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC), rand.New(rand.NewPCG(3, 3)))
-	eng, err := worker.New(worker.Config{Name: "check", Store: memstore.New(memstore.Options{}), API: noAPI{}, Timers: noTimers{}})
+	eng, err := engine.New(engine.Config{Name: "check", Store: memstore.New(memstore.Options{}), API: noAPI{}, Timers: noTimers{}})
 	require.NoError(t, err)
 	var stored []storedCommand
 	rejected := map[uint64]rejection{}
@@ -47,7 +47,7 @@ func TestCommandsHeldToWhatTheRunDrew(t *testing.T) {
 		seq := uint64(i + 1)
 		stored = append(stored, storedCommand{seq: seq, id: c.id, payload: c.payload})
 		out, err := eng.Schedule(context.Background(), c.payload, "chaos")
-		var rej *worker.RejectError
+		var rej *engine.RejectError
 		switch {
 		case errors.As(err, &rej):
 			rejected[seq] = rejection{reason: rej.Reason, payload: c.payload}

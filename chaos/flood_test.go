@@ -13,10 +13,10 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/chaos"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestMalformedFlood publishes malformed commands as fast as JetStream
@@ -83,7 +83,7 @@ func TestMalformedFlood(t *testing.T) {
 	for seq := uint64(1); seq <= bad; seq++ {
 		m, err := rej.GetMsg(ctx, seq)
 		require.NoError(t, err)
-		cs, err := strconv.ParseUint(m.Header.Get(worker.HeaderCommandSeq), 10, 64)
+		cs, err := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64)
 		require.NoError(t, err)
 		require.False(t, seen[cs], "command %d rejected twice", cs)
 		seen[cs] = true
@@ -92,8 +92,8 @@ func TestMalformedFlood(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, cmd.Data, m.Data)
 		require.Empty(t, chaos.JobOf(cmd.Data))
-		require.Equal(t, reasonOf[string(cmd.Data)], m.Header.Get(worker.HeaderRejectReason), "%s", cmd.Data)
-		require.NotEmpty(t, m.Header.Get(worker.HeaderRejectError))
+		require.Equal(t, reasonOf[string(cmd.Data)], m.Header.Get(engine.HeaderRejectReason), "%s", cmd.Data)
+		require.NotEmpty(t, m.Header.Get(engine.HeaderRejectError))
 	}
 
 	// Taken in turn: for each good command, the rejections recorded by
@@ -166,8 +166,8 @@ func publishMix(t *testing.T, js jetstream.JetStream, name string, good, bad int
 // was written to be refused for.
 var floodBad = []struct{ payload, reason string }{
 	{`{"slot":"soon","query":"q","country":"US","language":"en","device":"mobile"}`, "invalid_slot"},
-	{`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","colour":"red"}`, worker.ReasonMalformed},
-	{`not json at all`, worker.ReasonMalformed},
+	{`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","colour":"red"}`, engine.ReasonMalformed},
+	{`not json at all`, engine.ReasonMalformed},
 }
 
 type latency struct{ median, max time.Duration }

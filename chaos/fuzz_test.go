@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 var subjectToken = regexp.MustCompile(`^[a-z0-9_]+$`)
@@ -34,8 +34,8 @@ func FuzzCommand(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := worker.ParseCommand(data)
-		var rej *worker.RejectError
+		c, err := engine.ParseCommand(data)
+		var rej *engine.RejectError
 		if err != nil {
 			if !errors.As(err, &rej) || !subjectToken.MatchString(rej.Reason) || rej.Msg == "" {
 				t.Fatalf("ParseCommand(%q): %v is not a rejection with a reason and a message", data, err)
@@ -61,7 +61,7 @@ func FuzzCommand(f *testing.F) {
 			t.Fatalf("a valid command has no canonical form: %v", err)
 		}
 		again, _ := json.Marshal(canon)
-		c2, err := worker.ParseCommand(again)
+		c2, err := engine.ParseCommand(again)
 		if err != nil {
 			t.Fatalf("canonical form %s does not parse: %v", again, err)
 		}

@@ -19,12 +19,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 func TestMain(m *testing.M) {
@@ -172,7 +172,7 @@ func TestComposeClusterRunsJobs(t *testing.T) {
 		payload := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"compose %d","country":"US","language":"en","device":"mobile"}`, i)
 		_, err := ujs.Publish(ctx, snats.ScheduleSubject, []byte(payload))
 		require.NoError(t, err)
-		c, err := worker.ParseCommand([]byte(payload))
+		c, err := engine.ParseCommand([]byte(payload))
 		require.NoError(t, err)
 		s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
 		require.NoError(t, err)
@@ -217,7 +217,7 @@ func runEngine(t *testing.T, js jetstream.JetStream, sandboxURL, name string) {
 	p := aggregate.DefaultPolicy()
 	p.BaseDelay, p.MaxDelay, p.MinDelay = events.Duration(20*time.Millisecond), events.Duration(200*time.Millisecond), events.Duration(10*time.Millisecond)
 	p.Lease = events.Duration(3 * time.Second)
-	eng, err := worker.New(worker.Config{Name: name, Store: st, API: client, Timers: snats.NewTimers(js, nil), Policy: p,
+	eng, err := engine.New(engine.Config{Name: name, Store: st, API: client, Timers: snats.NewTimers(js, nil), Policy: p,
 		ReconcileRetry: 200 * time.Millisecond})
 	require.NoError(t, err)
 	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
@@ -229,7 +229,7 @@ func runEngine(t *testing.T, js jetstream.JetStream, sandboxURL, name string) {
 	go func() { defer wg.Done(); _ = eng.RunIntake(ctx, js, intake, 16) }()
 	go func() {
 		defer wg.Done()
-		_ = eng.Run(ctx, work, worker.RunOptions{Concurrency: 16, Grace: 5 * time.Second, RetryDelay: 100 * time.Millisecond})
+		_ = eng.Run(ctx, work, engine.RunOptions{Concurrency: 16, Grace: 5 * time.Second, RetryDelay: 100 * time.Millisecond})
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait(); client.CloseIdleConnections() })
 }

@@ -55,7 +55,7 @@ type Config struct {
 	// within Timeout less MaxSearchTime of leaving is abandoned (an unknown
 	// outcome, timeout): its search, started later, could still run when
 	// the client stops waiting, and the engine counts on every search a
-	// send starts being over by then (see sendBy in package worker). With
+	// send starts being over by then (see sendBy in package engine). With
 	// a Timeout no longer than MaxSearchTime (AllowShortTimeout) there is
 	// no such bound.
 	MaxSearchTime time.Duration `json:"maxSearchTime,omitempty"`

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/worker"
+	"github.com/serpent-engine/serpent/engine"
 )
 
 // runWorld runs cfg in a synctest bubble of t, with before applied to the
@@ -42,7 +42,7 @@ func aheadConfig(seed uint64) Config {
 }
 
 // TestCommandsAheadOfTheirSlot: every command is published well before its
-// slot. The intake (worker.Engine.HandleCommand, as in production) must
+// slot. The intake (engine.Engine.HandleCommand, as in production) must
 // store each job and arm its timer while holding the command; each job
 // must then be finished, and sent at its slot, not before, through the
 // work consumer's handler. A bug in the intake that lost jobs scheduled ahead of their
@@ -95,7 +95,7 @@ func TestIntakeLosingFutureTimersIsCaught(t *testing.T) {
 }
 
 // droppedFutureArms drops the arming of every timer not due yet.
-type droppedFutureArms struct{ worker.Timers }
+type droppedFutureArms struct{ engine.Timers }
 
 func (d droppedFutureArms) Arm(ctx context.Context, jobID string, at time.Time) error {
 	if at.After(time.Now()) {
@@ -106,7 +106,7 @@ func (d droppedFutureArms) Arm(ctx context.Context, jobID string, at time.Time) 
 
 // slotOf is the slot of a valid command.
 func slotOf(t *testing.T, c *command) time.Time {
-	cmd, err := worker.ParseCommand(c.payload)
+	cmd, err := engine.ParseCommand(c.payload)
 	require.NoError(t, err)
 	slot, err := time.Parse(time.RFC3339, cmd.Slot)
 	require.NoError(t, err)

@@ -13,10 +13,10 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/chaos"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/eventstore/memstore"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // chargedAsLogged fails the test if the provider charged the job other than
@@ -87,14 +87,14 @@ func (b *bench) Ledger(ctx context.Context, q serper.LedgerQuery) ([]serper.Ledg
 
 func (b *bench) Arm(context.Context, string, time.Time) error { return nil }
 
-func (b *bench) engine(name string, hooks worker.Hooks) *worker.Engine {
-	eng, err := worker.New(worker.Config{Name: name, Store: b.store, API: b, Timers: b, Hooks: hooks,
+func (b *bench) engine(name string, hooks engine.Hooks) *engine.Engine {
+	eng, err := engine.New(engine.Config{Name: name, Store: b.store, API: b, Timers: b, Hooks: hooks,
 		IDs: newIDs(1, uint64(len(name)), time.Now), Now: time.Now})
 	require.NoError(b.t, err)
 	return eng
 }
 
-func (b *bench) schedule(eng *worker.Engine) string {
+func (b *bench) schedule(eng *engine.Engine) string {
 	out, err := eng.Schedule(context.Background(), []byte(`{"slot":"2000-01-01T00:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`), "test")
 	require.NoError(b.t, err)
 	b.job = out.JobID
@@ -103,7 +103,7 @@ func (b *bench) schedule(eng *worker.Engine) string {
 
 // stepToEnd steps the job with eng, letting fake time run to each wake-up,
 // until it is finished.
-func (b *bench) stepToEnd(eng *worker.Engine) aggregate.State {
+func (b *bench) stepToEnd(eng *engine.Engine) aggregate.State {
 	for range 200 {
 		next, err := eng.Step(context.Background(), b.job, nil)
 		require.NoError(b.t, err)
@@ -167,7 +167,7 @@ func (f *frozen) hook(string) error {
 
 // run steps the job with eng in the background; wait for its end with the
 // returned function.
-func (b *bench) run(eng *worker.Engine) (wait func()) {
+func (b *bench) run(eng *engine.Engine) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -188,7 +188,7 @@ func TestBugStaleTryRotatesKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBench(t, sandbox.Config{Seed: 1})
 		fa := newFrozen()
-		engA := b.engine("a", worker.Hooks{AfterSearch: fa.hook})
+		engA := b.engine("a", engine.Hooks{AfterSearch: fa.hook})
 		b.schedule(engA)
 		b.sb.SetFaults(sandbox.Faults{RateLimited429: 1})
 		waitA := b.run(engA)
@@ -196,14 +196,14 @@ func TestBugStaleTryRotatesKey(t *testing.T) {
 		b.sb.SetFaults(sandbox.Faults{})
 		time.Sleep(aggregate.DefaultPolicy().Lease.D() + time.Second)
 		fb := newFrozen()
-		engB := b.engine("b", worker.Hooks{AfterSearch: fb.hook})
+		engB := b.engine("b", engine.Hooks{AfterSearch: fb.hook})
 		waitB := b.run(engB)
 		<-fb.reached // B's try 2 ran the search
 		close(fa.release)
 		waitA()
 		close(fb.release)
 		waitB()
-		s := b.stepToEnd(b.engine("c", worker.Hooks{}))
+		s := b.stepToEnd(b.engine("c", engine.Hooks{}))
 		require.Equal(t, aggregate.StatusSucceeded, s.Status)
 		b.chargedAsLogged(chaos.BugStaleTryRotates)
 	})
@@ -221,7 +221,7 @@ func TestBugStaleSuccessHidesCharge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBench(t, sandbox.Config{Seed: 1})
 		fa := newFrozen()
-		engA := b.engine("a", worker.Hooks{AfterSearch: fa.hook})
+		engA := b.engine("a", engine.Hooks{AfterSearch: fa.hook})
 		b.schedule(engA)
 		b.sb.SetFaults(sandbox.Faults{ZeroResults: 1, EarlyExpiry: 1})
 		waitA := b.run(engA)
@@ -229,7 +229,7 @@ func TestBugStaleSuccessHidesCharge(t *testing.T) {
 		b.sb.SetFaults(sandbox.Faults{})
 		time.Sleep(aggregate.DefaultPolicy().Lease.D() + time.Second)
 		fb := newFrozen()
-		engB := b.engine("b", worker.Hooks{AfterSearch: fb.hook})
+		engB := b.engine("b", engine.Hooks{AfterSearch: fb.hook})
 		waitB := b.run(engB)
 		<-fb.reached
 		close(fa.release)
@@ -256,7 +256,7 @@ func TestBugStaleSuccessHidesCharge(t *testing.T) {
 func TestBugReconcileWhileRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBench(t, sandbox.Config{Seed: 1, SearchTime: 60 * time.Second})
-		eng := b.engine("a", worker.Hooks{})
+		eng := b.engine("a", engine.Hooks{})
 		b.schedule(eng)
 		b.sb.SetFaults(sandbox.Faults{DropBeforeSearch: 1})
 		for {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // command is one message published on SERP_COMMANDS, and what became of
@@ -73,7 +73,7 @@ func commands(cfg Config, start time.Time) []*command {
 		out = append(out, &command{subject: snats.ScheduleSubject, payload: []byte(m.payload(i)), publishAt: at(), reason: m.reason})
 	}
 	stray := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"sim %d stray","country":"US","language":"en","device":"mobile"}`, cfg.Seed)
-	out = append(out, &command{subject: strayCommand, payload: []byte(stray), publishAt: at(), reason: worker.ReasonUnknownSubject})
+	out = append(out, &command{subject: strayCommand, payload: []byte(stray), publishAt: at(), reason: engine.ReasonUnknownSubject})
 	return out
 }
 
@@ -101,18 +101,18 @@ var malformed = []struct {
 	{"invalid_query", func(i int) string {
 		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:%02dZ","query":"   ","country":"US","language":"en","device":"mobile"}`, i%60)
 	}},
-	{worker.ReasonMalformed, func(i int) string {
+	{engine.ReasonMalformed, func(i int) string {
 		return fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"q %d","colour":"red"}`, i)
 	}},
-	{worker.ReasonMalformed, func(i int) string { return fmt.Sprintf("<xml>%d</xml>", i) }},
-	{worker.ReasonTooLarge, func(i int) string {
-		return fmt.Sprintf(`{"query":"%d%s"}`, i, strings.Repeat("x", worker.MaxCommandBytes))
+	{engine.ReasonMalformed, func(i int) string { return fmt.Sprintf("<xml>%d</xml>", i) }},
+	{engine.ReasonTooLarge, func(i int) string {
+		return fmt.Sprintf(`{"query":"%d%s"}`, i, strings.Repeat("x", engine.MaxCommandBytes))
 	}},
 }
 
 // jobOf is the job a valid command must become.
 func jobOf(payload []byte) string {
-	c, err := worker.ParseCommand(payload)
+	c, err := engine.ParseCommand(payload)
 	if err != nil {
 		panic(err)
 	}

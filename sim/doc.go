@@ -1,5 +1,5 @@
 // Package sim is serpent's deterministic simulation: the real engine
-// (worker.Engine, through the delivery handlers its JetStream consumers
+// (engine.Engine, through the delivery handlers its JetStream consumers
 // run, and its crash hooks), the real sandbox behind the real client, and
 // the strict in-memory event store, run on the fake clock of a
 // testing/synctest bubble, with a seeded scheduler deciding everything

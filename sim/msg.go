@@ -12,7 +12,7 @@ import (
 )
 
 // simMsg is one delivery of a message of the world's queue to one task, as
-// the engine's delivery handlers (worker.Engine.HandleWork and
+// the engine's delivery handlers (engine.Engine.HandleWork and
 // HandleCommand) get it from JetStream. Its settlements go to the queue
 // through the scheduler (a yield at ptAck, where an acknowledgement may be
 // lost or late, or the process die); its keep-alives restart the ack wait

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // The errors a task's ports return when the scheduler says so.
@@ -24,17 +24,17 @@ var (
 // under the task, and the engine's crash hooks. A Stepper is built on them.
 type Ports struct {
 	Name   string
-	Store  worker.Store
-	API    worker.API
-	Timers worker.Timers
-	Hooks  worker.Hooks
+	Store  engine.Store
+	API    engine.API
+	Timers engine.Timers
+	Hooks  engine.Hooks
 	IDs    aggregate.IDs
 }
 
 func (w *World) ports(t *task) Ports {
 	hook := func(string) error {
 		if w.yield(t, ptHook) == vDead {
-			return worker.ErrCrash
+			return engine.ErrCrash
 		}
 		return nil
 	}
@@ -43,7 +43,7 @@ func (w *World) ports(t *task) Ports {
 		Store:  taskStore{w, t},
 		API:    taskAPI{w, t},
 		Timers: taskTimers{w, t},
-		Hooks:  worker.Hooks{AfterSchedule: hook, AfterClaim: hook, AfterSearch: hook, AfterRecord: hook},
+		Hooks:  engine.Hooks{AfterSchedule: hook, AfterClaim: hook, AfterSearch: hook, AfterRecord: hook},
 		IDs:    newIDs(w.cfg.Seed, uint64(t.id), time.Now),
 	}
 	if w.breakPorts != nil {

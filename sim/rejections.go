@@ -9,8 +9,8 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // taskRejections is SERP_REJECTED as one intake task sees it: the engine
@@ -22,20 +22,20 @@ type taskRejections struct {
 	t *task
 }
 
-var _ worker.Rejections = taskRejections{}
+var _ engine.Rejections = taskRejections{}
 
 // MaxPayload is the NATS server's default max_payload.
 func (r taskRejections) MaxPayload() int64 { return 1 << 20 }
 
 func (r taskRejections) PublishMsg(_ context.Context, m *natsgo.Msg, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	if err := r.w.recordRejection(r.t, m.Header.Get(worker.HeaderRejectReason)); err != nil {
+	if err := r.w.recordRejection(r.t, m.Header.Get(engine.HeaderRejectReason)); err != nil {
 		return nil, err
 	}
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
 	// The record must be the command's: its sequence, its payload.
 	seq := strconv.FormatUint(r.t.msg.seq, 10)
-	if got := m.Header.Get(worker.HeaderCommandSeq); got != seq {
+	if got := m.Header.Get(engine.HeaderCommandSeq); got != seq {
 		r.w.rep.fail("command %s: its rejection record names command %s", seq, got)
 	}
 	if id := m.Header.Get(natsgo.MsgIdHdr); id != "rejected-"+seq {
@@ -43,7 +43,7 @@ func (r taskRejections) PublishMsg(_ context.Context, m *natsgo.Msg, _ ...jetstr
 	}
 	payload := r.t.msg.cmd.payload
 	carried := bytes.Equal(m.Data, payload)
-	if m.Header.Get(worker.HeaderCommandBytes) == strconv.Itoa(len(payload)) {
+	if m.Header.Get(engine.HeaderCommandBytes) == strconv.Itoa(len(payload)) {
 		carried = bytes.HasPrefix(payload, m.Data) // cut to fit a message, its size and digest in headers
 	}
 	if !carried {

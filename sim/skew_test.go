@@ -12,7 +12,7 @@ import (
 // TestServerClockAhead: the server's clock, which stamps the wake-ups and
 // fires the timers, runs 1.2 s ahead of the workers'. Every timer the
 // intake arms (by the workers' clock) fires 1.2 s early; the work
-// consumer's handler (worker.Engine.HandleWork) reads the wake-up's stamp,
+// consumer's handler (engine.Engine.HandleWork) reads the wake-up's stamp,
 // hands the delivery back for the rest of the wait (a negative
 // acknowledgement with that delay) and steps the job when it comes back.
 // Without the correction the wake-up would be armed again and fire again

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // settlement is how a task settles its delivery.
@@ -20,7 +20,7 @@ const (
 )
 
 // handleWork is one delivery of a due job, handled as the engine's work
-// consumer handles it: worker.Engine.HandleWork, with the delivery as a
+// consumer handles it: engine.Engine.HandleWork, with the delivery as a
 // jetstream.Msg (simMsg). A pluggable Stepper (the naive comparison) is
 // not an engine: it is stepped as the engine used to be (stepWith).
 func (w *World) handleWork(t *task, m *simMsg) {
@@ -30,7 +30,7 @@ func (w *World) handleWork(t *task, m *simMsg) {
 		w.stepWith(w.NewStepper(p), t, m, p)
 		return
 	}
-	w.engine(t, p).HandleWork(t.ctx, m, worker.RunOptions{RetryDelay: w.cfg.RetryDelay})
+	w.engine(t, p).HandleWork(t.ctx, m, engine.RunOptions{RetryDelay: w.cfg.RetryDelay})
 }
 
 // stepWith handles a delivery of a due job with a Stepper that is not the
@@ -40,8 +40,8 @@ func (w *World) handleWork(t *task, m *simMsg) {
 func (w *World) stepWith(st Stepper, t *task, m *simMsg, p Ports) {
 	next, err := st.Step(t.ctx, t.msg.job, func() { _ = m.InProgress() })
 	switch {
-	case w.isDead(t) || errors.Is(err, worker.ErrCrash):
-	case errors.Is(err, worker.ErrNoSuchJob):
+	case w.isDead(t) || errors.Is(err, engine.ErrCrash):
+	case errors.Is(err, engine.ErrNoSuchJob):
 		_ = m.Term()
 	case err != nil:
 		_ = m.NakWithDelay(w.cfg.RetryDelay)
@@ -57,7 +57,7 @@ func (w *World) stepWith(st Stepper, t *task, m *simMsg, p Ports) {
 }
 
 // handleCommand is one delivery of a command, handled as the engine's
-// intake handles it: worker.Engine.HandleCommand (HandleStray for a
+// intake handles it: engine.Engine.HandleCommand (HandleStray for a
 // subject the intake does not read), with the delivery as a
 // jetstream.Msg and SERP_REJECTED as the task's taskRejections. With a
 // pluggable Stepper the command only becomes a job (scheduleWith): the
@@ -78,17 +78,17 @@ func (w *World) handleCommand(t *task, m *simMsg) {
 	eng.HandleCommand(t.ctx, taskRejections{w, t}, m)
 }
 
-// scheduleWith makes t's command a job with worker.Engine.Schedule (which
+// scheduleWith makes t's command a job with engine.Engine.Schedule (which
 // arms the job's timer and goes no further), or records its rejection, and
 // settles the delivery.
-func (w *World) scheduleWith(eng *worker.Engine, t *task, m *simMsg) {
-	var err error = &worker.RejectError{Reason: worker.ReasonUnknownSubject}
+func (w *World) scheduleWith(eng *engine.Engine, t *task, m *simMsg) {
+	var err error = &engine.RejectError{Reason: engine.ReasonUnknownSubject}
 	if m.Subject() == snats.ScheduleSubject {
 		_, err = eng.Schedule(t.ctx, m.Data(), fmt.Sprintf("%s:%d", m.stream(), t.msg.seq))
 	}
-	var rej *worker.RejectError
+	var rej *engine.RejectError
 	switch {
-	case w.isDead(t) || errors.Is(err, worker.ErrCrash):
+	case w.isDead(t) || errors.Is(err, engine.ErrCrash):
 	case errors.As(err, &rej):
 		if err := w.recordRejection(t, rej.Reason); err != nil {
 			_ = m.NakWithDelay(w.cfg.RetryDelay)
@@ -130,8 +130,8 @@ func (w *World) settle(t *task, how settlement, delay time.Duration) bool {
 
 // engine is the real engine for one task: its worker's name, the task's
 // ports and hooks, ids of its own.
-func (w *World) engine(t *task, p Ports) *worker.Engine {
-	eng, err := worker.New(worker.Config{
+func (w *World) engine(t *task, p Ports) *engine.Engine {
+	eng, err := engine.New(engine.Config{
 		Name: p.Name, Store: p.Store, API: p.API, Timers: p.Timers, Hooks: p.Hooks,
 		Policy: w.cfg.Policy, Now: time.Now, IDs: p.IDs,
 	})

@@ -17,7 +17,7 @@ import (
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
 
-// Stepper handles one delivery of a due job: worker.Engine, or (in the
+// Stepper handles one delivery of a due job: engine.Engine, or (in the
 // naive comparison) something that does it wrong.
 type Stepper interface {
 	Step(ctx context.Context, jobID string, keepAlive func()) (aggregate.Next, error)

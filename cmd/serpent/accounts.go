@@ -15,8 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 func init() {
@@ -97,7 +97,7 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	default:
 		return fmt.Errorf("%w: accounts takes no arguments, or: set ACCOUNT [flags]", errUsage)
 	}
-	st, err := worker.AccountStatuses(ctx, js, time.Now())
+	st, err := engine.AccountStatuses(ctx, js, time.Now())
 	if err != nil {
 		return err
 	}
@@ -125,10 +125,10 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 // known.
 func setLimits(ctx context.Context, js jetstream.JetStream, account string, fs *flag.FlagSet, limitFlags []string,
 	stderr io.Writer, set map[string]func(*accounts.Limits)) error {
-	if err := worker.ValidateAccount(account); err != nil {
+	if err := engine.ValidateAccount(account); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	stored, err := worker.ReadLimits(ctx, js, account)
+	stored, err := engine.ReadLimits(ctx, js, account)
 	if err != nil {
 		return err
 	}
@@ -151,8 +151,8 @@ func setLimits(ctx context.Context, js jetstream.JetStream, account string, fs *
 	if err := lim.Validate(); err != nil {
 		return fmt.Errorf("%w: account %q: %v", errUsage, account, err)
 	}
-	if err := worker.ReplaceLimits(ctx, js, account, lim, stored.Revision); err != nil {
-		if errors.Is(err, worker.ErrLimitsChanged) {
+	if err := engine.ReplaceLimits(ctx, js, account, lim, stored.Revision); err != nil {
+		if errors.Is(err, engine.ErrLimitsChanged) {
 			return fmt.Errorf("%w: run serpent accounts set again", err)
 		}
 		return err
@@ -188,19 +188,19 @@ func budgetText(l accounts.Limits) string {
 	return strings.Join(parts, ", ") + " a day"
 }
 
-func pausedText(a worker.AccountStatus) string {
+func pausedText(a engine.AccountStatus) string {
 	if a.PausedUntil == nil {
 		return "-"
 	}
 	return "until " + a.PausedUntil.UTC().Format(time.RFC3339) + " (" + a.PauseReason + ")"
 }
 
-func waitingText(a worker.AccountStatus) string {
+func waitingText(a engine.AccountStatus) string {
 	if a.Waiting == 0 {
 		return "0"
 	}
 	var parts []string
-	for _, r := range worker.WaitReasons {
+	for _, r := range engine.WaitReasons {
 		if n := a.WaitingWhy[r]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, r))
 		}
@@ -210,7 +210,7 @@ func waitingText(a worker.AccountStatus) string {
 
 // refusedText shows a stored value the engines refuse, and what they do
 // instead.
-func refusedText(a worker.AccountStatus) string {
+func refusedText(a engine.AccountStatus) string {
 	r := a.Refused
 	if r == nil {
 		return "-"

@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/accounts"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // refusedBucket is a server with the engine's buckets whose limits of
@@ -63,7 +63,7 @@ func TestAccountsSetOverARefusedValue(t *testing.T) {
 				func(k string) string { return env[k] }, &stdout, &stderr)
 			require.NoError(t, err)
 			require.Contains(t, stderr.String(), "warning: key limits.team-b of bucket serp_accounts holds limits the engines refuse")
-			stored, err := worker.ReadLimits(context.Background(), srv.JS, "team-b")
+			stored, err := engine.ReadLimits(context.Background(), srv.JS, "team-b")
 			require.NoError(t, err)
 			require.NoError(t, stored.Refused)
 			require.Equal(t, accounts.Limits{MaxInFlight: 2}, stored.Limits, "the limits given alone")
@@ -91,7 +91,7 @@ func TestFileLimitsMendARefusedValue(t *testing.T) {
 	for _, c := range cleanup {
 		c()
 	}
-	stored, err := worker.ReadLimits(ctx, srv.JS, "team-b")
+	stored, err := engine.ReadLimits(ctx, srv.JS, "team-b")
 	require.NoError(t, err)
 	require.Equal(t, accounts.Limits{MaxInFlight: 2}, stored.Limits)
 	var warned bool
@@ -133,7 +133,7 @@ func TestRefusedLimitsShowUp(t *testing.T) {
 	srv := refusedBucket(t, `{"max_inflight":1}`)
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
-	lim, err := worker.NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
+	lim, err := engine.NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
@@ -155,7 +155,7 @@ func TestRefusedLimitsShowUp(t *testing.T) {
 		return nil
 	})
 
-	require.NoError(t, worker.SetLimits(ctx, srv.JS, "team-b", accounts.Limits{MaxInFlight: 1}))
+	require.NoError(t, engine.SetLimits(ctx, srv.JS, "team-b", accounts.Limits{MaxInFlight: 1}))
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if _, ready := ops.readiness(ctx); !ready {
 			return errors.New("not ready once mended")

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,15 +30,15 @@ func TestAccountsCommand(t *testing.T) {
 
 	var jobs []string
 	for _, acct := range []string{"", "team-b"} {
-		msg, err := nc.Request(worker.ServicePrefix+".schedule", []byte(fmt.Sprintf(
+		msg, err := nc.Request(engine.ServicePrefix+".schedule", []byte(fmt.Sprintf(
 			`{"slot":"2026-12-02T14:00:00Z","query":"grinder %s","country":"US","language":"en","device":"mobile","account":%q}`, acct, acct)), 5*time.Second)
 		require.NoError(t, err)
 		require.Empty(t, msg.Header.Get(micro.ErrorCodeHeader), string(msg.Data))
-		var s worker.Scheduled
+		var s engine.Scheduled
 		require.NoError(t, json.Unmarshal(msg.Data, &s))
 		jobs = append(jobs, s.JobID)
 	}
-	msg, err := nc.Request(worker.ServicePrefix+".schedule",
+	msg, err := nc.Request(engine.ServicePrefix+".schedule",
 		[]byte(`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","account":"team-z"}`), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
@@ -50,7 +50,7 @@ func TestAccountsCommand(t *testing.T) {
 
 	for _, j := range jobs {
 		natstest.WaitFor(t, 20*time.Second, func() error {
-			msg, err := nc.Request(worker.ServicePrefix+".status", []byte(j), 5*time.Second)
+			msg, err := nc.Request(engine.ServicePrefix+".status", []byte(j), 5*time.Second)
 			if err != nil {
 				return err
 			}
@@ -82,7 +82,7 @@ func TestAccountsCommand(t *testing.T) {
 
 	out, err = cli(t, r.natsURL, "accounts", "-o", "json")
 	require.NoError(t, err)
-	var st []worker.AccountStatus
+	var st []engine.AccountStatus
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.NotEmpty(t, st)
 	_, err = cli(t, r.natsURL, "accounts", "set", "team-b", "--max-in-flight", "5000")

@@ -22,12 +22,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 func init() {
@@ -212,8 +212,8 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	rejected := map[uint64]string{} // command sequence: the rejection's reason
 	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
-			if seq, err := strconv.ParseUint(m.Header.Get(worker.HeaderCommandSeq), 10, 64); err == nil {
-				reason := m.Header.Get(worker.HeaderRejectReason)
+			if seq, err := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64); err == nil {
+				reason := m.Header.Get(engine.HeaderRejectReason)
 				if reason == "" {
 					reason = strings.TrimPrefix(m.Subject, snats.RejectSubjectPrefix)
 				}
@@ -260,7 +260,7 @@ func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 	if subject != snats.ScheduleSubject {
 		return audit.Command{Seq: seq, Invalid: "nothing reads " + subject}
 	}
-	c, err := worker.ParseCommand(data)
+	c, err := engine.ParseCommand(data)
 	if err == nil {
 		var s aggregate.Schedule
 		if s, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), ""); err == nil {

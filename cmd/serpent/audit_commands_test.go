@@ -12,17 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestAuditConfigurationReasonsAreTheEngines: the one rejection reason the
 // audit accepts for a valid command is the engine's account check; the
 // reasons about a command itself are not accepted.
 func TestAuditConfigurationReasonsAreTheEngines(t *testing.T) {
-	require.True(t, audit.ConfigReason(worker.ReasonInvalidAccount))
-	for _, r := range []string{worker.ReasonMalformed, worker.ReasonTooLarge, worker.ReasonUnknownSubject, "invalid_slot"} {
+	require.True(t, audit.ConfigReason(engine.ReasonInvalidAccount))
+	for _, r := range []string{engine.ReasonMalformed, engine.ReasonTooLarge, engine.ReasonUnknownSubject, "invalid_slot"} {
 		require.False(t, audit.ConfigReason(r), r)
 	}
 }
@@ -67,11 +67,11 @@ func TestAuditValidCommandRejectedForItsContent(t *testing.T) {
 	require.NoError(t, err)
 	batch, err := cons.Fetch(len(seqs), jetstream.FetchMaxWait(10*time.Second)) // returns once both are delivered
 	require.NoError(t, err)
-	for i, reason := range []string{worker.ReasonInvalidAccount, worker.ReasonMalformed} {
+	for i, reason := range []string{engine.ReasonInvalidAccount, engine.ReasonMalformed} {
 		m := natsgo.NewMsg(snats.RejectSubjectPrefix + reason)
-		m.Header.Set(worker.HeaderRejectReason, reason)
-		m.Header.Set(worker.HeaderCommandSubject, snats.ScheduleSubject)
-		m.Header.Set(worker.HeaderCommandSeq, strconv.FormatUint(seqs[i], 10))
+		m.Header.Set(engine.HeaderRejectReason, reason)
+		m.Header.Set(engine.HeaderCommandSubject, snats.ScheduleSubject)
+		m.Header.Set(engine.HeaderCommandSeq, strconv.FormatUint(seqs[i], 10))
 		_, err := srv.JS.PublishMsg(ctx, m)
 		require.NoError(t, err)
 	}

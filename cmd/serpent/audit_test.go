@@ -16,13 +16,13 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
 
@@ -303,7 +303,7 @@ func doctors(t *testing.T, evs []events.Event) []doctor {
 }
 
 func jobOf(t *testing.T, payload string) string {
-	c, err := worker.ParseCommand([]byte(payload))
+	c, err := engine.ParseCommand([]byte(payload))
 	require.NoError(t, err)
 	s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
 	require.NoError(t, err)

@@ -18,12 +18,12 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/eventstore/group"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 func init() {
@@ -93,7 +93,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	var events worker.Store = st
+	var events engine.Store = st
 	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now)
 	if f.groupCommit {
 		c := group.New(st, group.Options{OnCommit: mx.Committed})
@@ -106,12 +106,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	eng, err := worker.New(worker.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
+	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
 		Policy: f.policy, Table: table, Logger: log, Observer: mx, Now: clock.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	schedules, err := worker.NewSchedules(ctx, js, timers, clock.Now, log)
+	schedules, err := engine.NewSchedules(ctx, js, timers, clock.Now, log)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return fmt.Errorf("micro service: %w", err)
 	}
 	cleanup = append(cleanup, func() { _ = svc.Stop() })
-	if err := worker.AddScheduleEndpoints(ctx, svc, schedules); err != nil {
+	if err := engine.AddScheduleEndpoints(ctx, svc, schedules); err != nil {
 		return fmt.Errorf("micro service: %w", err)
 	}
 	// The fold of the log: the HTTP server shows it, and the sweep takes
@@ -201,7 +201,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	loop("intake", func(ctx context.Context) error { return eng.RunIntake(ctx, js, intake, f.intakeConc) })
 	loop("work", func(ctx context.Context) error {
-		return eng.Run(ctx, work, worker.RunOptions{Concurrency: f.workers, Grace: f.grace})
+		return eng.Run(ctx, work, engine.RunOptions{Concurrency: f.workers, Grace: f.grace})
 	})
 	loop("schedule firing", func(ctx context.Context) error { return eng.RunFiring(ctx, schedules, firing) })
 	loop("schedule command", func(ctx context.Context) error {

@@ -16,10 +16,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
 
@@ -119,7 +119,7 @@ func TestRunEndToEnd(t *testing.T) {
 		if i%25 == 0 {
 			publish(p)
 		}
-		c, err := worker.ParseCommand([]byte(p))
+		c, err := engine.ParseCommand([]byte(p))
 		require.NoError(t, err)
 		s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
 		require.NoError(t, err)
@@ -201,9 +201,9 @@ func TestRunEndToEnd(t *testing.T) {
 			if err != nil {
 				break
 			}
-			cs, _ := strconv.ParseUint(m.Header.Get(worker.HeaderCommandSeq), 10, 64)
-			rejected[cs] = m.Header.Get(worker.HeaderRejectReason)
-			require.Equal(t, bad[string(m.Data)], m.Header.Get(worker.HeaderRejectReason), "payload kept byte for byte, with its reason")
+			cs, _ := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64)
+			rejected[cs] = m.Header.Get(engine.HeaderRejectReason)
+			require.Equal(t, bad[string(m.Data)], m.Header.Get(engine.HeaderRejectReason), "payload kept byte for byte, with its reason")
 		}
 		if len(rejected) != len(bad) {
 			return fmt.Errorf("%d rejections recorded", len(rejected))
@@ -216,7 +216,7 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		m, err := cmds.GetMsg(ctx, seq)
 		require.NoError(t, err)
-		c, err := worker.ParseCommand(m.Data)
+		c, err := engine.ParseCommand(m.Data)
 		require.NoError(t, err)
 		s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
 		require.NoError(t, err, "command %d was neither rejected nor valid", seq)
@@ -253,7 +253,7 @@ func TestRunStopsWhenALoopEnds(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorContains(t, err, "the work loop ended")
-		require.ErrorIs(t, err, worker.ErrConsumerGone)
+		require.ErrorIs(t, err, engine.ErrConsumerGone)
 	case <-time.After(30 * time.Second):
 		t.Fatal("serpent run went on without its work loop")
 	}

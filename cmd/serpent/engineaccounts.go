@@ -12,10 +12,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // startAccounts makes a client for every account of the --accounts file
@@ -24,8 +24,8 @@ import (
 // are stored only for accounts that have none yet, so a limit changed with
 // "serpent accounts set" is not undone by a restart.
 func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string, js jetstream.JetStream, def *serper.Client,
-	now func() time.Time, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]worker.API, *worker.Limiter, error) {
-	lim, err := worker.NewLimiter(ctx, js, f.workerName(), f.policy.Lease.D(), now, log)
+	now func() time.Time, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]engine.API, *engine.Limiter, error) {
+	lim, err := engine.NewLimiter(ctx, js, f.workerName(), f.policy.Lease.D(), now, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,7 +37,7 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 	if err != nil {
 		return nil, nil, err
 	}
-	out := map[string]worker.API{"default": def}
+	out := map[string]engine.API{"default": def}
 	for _, d := range defs {
 		client := def
 		if d.BaseURL != "" || d.TokenEnv != "" || d.TokenFile != "" {
@@ -99,7 +99,7 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 // that names them): a refused value would hold the account's purchases.
 func storeFileLimits(ctx context.Context, js jetstream.JetStream, account string, lim accounts.Limits, log *slog.Logger) error {
 	for range 3 {
-		stored, err := worker.ReadLimits(ctx, js, account)
+		stored, err := engine.ReadLimits(ctx, js, account)
 		if err != nil {
 			return err
 		}
@@ -110,22 +110,22 @@ func storeFileLimits(ctx context.Context, js jetstream.JetStream, account string
 			log.Warn("accounts: the stored limits are refused; overwritten with those of the --accounts file", "account", account,
 				"bucket", snats.AccountsBucket, "key", stored.Key, "value", stored.Value, "err", stored.Refused)
 		}
-		err = worker.ReplaceLimits(ctx, js, account, lim, stored.Revision)
-		if !errors.Is(err, worker.ErrLimitsChanged) {
+		err = engine.ReplaceLimits(ctx, js, account, lim, stored.Revision)
+		if !errors.Is(err, engine.ErrLimitsChanged) {
 			return err
 		}
 	}
 	return fmt.Errorf("account %q: key limits.%s of bucket %s kept changing as the --accounts file's limits were stored", account, account, snats.AccountsBucket)
 }
 
-func accountNames(m map[string]worker.API) string {
+func accountNames(m map[string]engine.API) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 // workerName is the engine's --name, or the name it gives itself.
 func (f *engineFlags) workerName() string {
 	if f.name == "" {
-		return worker.DefaultName()
+		return engine.DefaultName()
 	}
 	return f.name
 }

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // readyTimeout bounds the checks of one /readyz.
@@ -99,7 +99,7 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 
 // refusals are the accounts whose stored limits the engine's limiter
 // refuses; none without a limiter.
-func (s *opsServer) refusals() []worker.Refusal {
+func (s *opsServer) refusals() []engine.Refusal {
 	if s.limiter == nil {
 		return nil
 	}

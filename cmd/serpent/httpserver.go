@@ -12,10 +12,10 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // opsServer is what the HTTP server of "serpent run" shows: the status
@@ -36,7 +36,7 @@ type opsServer struct {
 	// nil for the machine's.
 	now func() time.Time
 	// limiter is the engine's, whose refused limits readiness reports.
-	limiter *worker.Limiter
+	limiter *engine.Limiter
 }
 
 // clock is the time the status page reads the shared state at.
@@ -71,7 +71,7 @@ func eventLogLastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error
 
 // accountFigures reads the API accounts' shared state for the metrics.
 func accountFigures(ctx context.Context, js jetstream.JetStream, now time.Time) ([]metrics.Account, error) {
-	sts, err := worker.AccountStatuses(ctx, js, now)
+	sts, err := engine.AccountStatuses(ctx, js, now)
 	if err != nil {
 		return nil, err
 	}

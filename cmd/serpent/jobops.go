@@ -11,7 +11,7 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
-	"github.com/serpent-engine/serpent/worker"
+	"github.com/serpent-engine/serpent/engine"
 )
 
 func init() {
@@ -38,7 +38,7 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 		fs.IntVar(&seen, "repurchases", -1, "the re-purchases the job's status showed when you decided (default: asked of the engine first); a repeat with the same number buys nothing more")
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: serpent %s JOB_ID [flags]\n\nAsks a running engine (the %q micro service) to %s the job. Flags:\n\n", op, worker.ServiceName, op)
+		fmt.Fprintf(fs.Output(), "Usage: serpent %s JOB_ID [flags]\n\nAsks a running engine (the %q micro service) to %s the job. Flags:\n\n", op, engine.ServiceName, op)
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -64,7 +64,7 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	jr := worker.JobRequest{JobID: jobID, By: *by, Reason: *reason}
+	jr := engine.JobRequest{JobID: jobID, By: *by, Reason: *reason}
 	if op != "repurchase" {
 		view, err := askEngine(ctx, nc, op, jobID, jr)
 		if err != nil {
@@ -77,7 +77,7 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 	// asking again after a lost answer cannot buy twice. The status says
 	// the count, and whether the engine honours it (an earlier engine
 	// ignores it: then the request is sent once).
-	status, err := askEngine(ctx, nc, "status", jobID, worker.JobRequest{JobID: jobID})
+	status, err := askEngine(ctx, nc, "status", jobID, engine.JobRequest{JobID: jobID})
 	if err != nil {
 		return err
 	}
@@ -123,16 +123,16 @@ type jobView struct {
 
 // askEngine sends one request to the serpent micro service. An error
 // answer is an *exitError; no answer is a plain error.
-func askEngine(ctx context.Context, nc *natsgo.Conn, op, jobID string, jr worker.JobRequest) (jobView, error) {
+func askEngine(ctx context.Context, nc *natsgo.Conn, op, jobID string, jr engine.JobRequest) (jobView, error) {
 	var view jobView
 	req, _ := json.Marshal(jr)
-	msg, err := askService(ctx, nc, op+" "+jobID, worker.ServicePrefix+"."+op, req)
+	msg, err := askService(ctx, nc, op+" "+jobID, engine.ServicePrefix+"."+op, req)
 	if err != nil {
 		return view, err
 	}
 	if err := json.Unmarshal(msg.Data, &view); err != nil {
 		return view, fmt.Errorf("%s: unreadable answer: %w", op, err)
 	}
-	view.countHonoured = msg.Header.Get(worker.HeaderRepurchaseCount) != ""
+	view.countHonoured = msg.Header.Get(engine.HeaderRepurchaseCount) != ""
 	return view, nil
 }

@@ -8,8 +8,8 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestRepurchaseAsksAgainOnlyWhereSafe: serpent repurchase repeats a
@@ -29,19 +29,19 @@ func TestRepurchaseAsksAgainOnlyWhereSafe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
 			nc, _ := natstest.Connect(t, srv.URL)
-			_, err := nc.Subscribe(worker.ServicePrefix+".status", func(m *natsgo.Msg) {
+			_, err := nc.Subscribe(engine.ServicePrefix+".status", func(m *natsgo.Msg) {
 				reply := natsgo.NewMsg(m.Reply)
 				reply.Data, _ = json.Marshal(map[string]any{"job_id": job, "status": "charged_no_result", "repurchases": 1})
 				if tc.honours {
-					reply.Header.Set(worker.HeaderRepurchaseCount, "1")
+					reply.Header.Set(engine.HeaderRepurchaseCount, "1")
 				}
 				_ = m.RespondMsg(reply)
 			})
 			require.NoError(t, err)
 			var asked atomic.Int64
-			_, err = nc.Subscribe(worker.ServicePrefix+".repurchase", func(m *natsgo.Msg) {
+			_, err = nc.Subscribe(engine.ServicePrefix+".repurchase", func(m *natsgo.Msg) {
 				asked.Add(1) // and the answer is lost
-				var req worker.JobRequest
+				var req engine.JobRequest
 				require.NoError(t, json.Unmarshal(m.Data, &req))
 				require.NotNil(t, req.Repurchases)
 				require.Equal(t, 1, *req.Repurchases, "the count the status showed")

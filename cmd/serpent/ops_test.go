@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,13 +58,13 @@ func TestUpstreamAndOperatorPaths(t *testing.T) {
 	require.Contains(t, out, "not validated")
 
 	// The micro service: discoverable, and it answers status.
-	ping, err := nc.Request("$SRV.PING."+worker.ServiceName, nil, 5*time.Second)
+	ping, err := nc.Request("$SRV.PING."+engine.ServiceName, nil, 5*time.Second)
 	require.NoError(t, err)
 	var id micro.Ping
 	require.NoError(t, json.Unmarshal(ping.Data, &id))
-	require.Equal(t, worker.ServiceName, id.Name)
+	require.Equal(t, engine.ServiceName, id.Name)
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		msg, err := nc.Request(worker.ServicePrefix+".status", []byte(job), 5*time.Second)
+		msg, err := nc.Request(engine.ServicePrefix+".status", []byte(job), 5*time.Second)
 		if err != nil {
 			return err
 		}
@@ -80,24 +80,24 @@ func TestUpstreamAndOperatorPaths(t *testing.T) {
 	})
 
 	// Scheduling request-reply: the job id, or a JSON error naming the field.
-	msg, err := nc.Request(worker.ServicePrefix+".schedule",
+	msg, err := nc.Request(engine.ServicePrefix+".schedule",
 		[]byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"de","device":"desktop"}`), 5*time.Second)
 	require.NoError(t, err)
-	var sched worker.Scheduled
+	var sched engine.Scheduled
 	require.NoError(t, json.Unmarshal(msg.Data, &sched))
 	require.True(t, sched.Created)
-	msg, err = nc.Request(worker.ServicePrefix+".schedule", []byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"deutsch","device":"desktop"}`), 5*time.Second)
+	msg, err = nc.Request(engine.ServicePrefix+".schedule", []byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"deutsch","device":"desktop"}`), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
-	var serr worker.ServiceError
+	var serr engine.ServiceError
 	require.NoError(t, json.Unmarshal(msg.Data, &serr))
 	require.Equal(t, "invalid_language", serr.Reason)
-	msg, err = nc.Request(worker.ServicePrefix+".status", []byte("0123456789abcdef0123456789abcdef"), 5*time.Second)
+	msg, err = nc.Request(engine.ServicePrefix+".status", []byte("0123456789abcdef0123456789abcdef"), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "404", msg.Header.Get(micro.ErrorCodeHeader))
 	for _, bad := range []string{"Job 1", "a.b", "*"} { // not a job id: the caller's mistake, not the server's
 		for _, op := range []string{".status", ".cancel", ".repurchase"} {
-			msg, err = nc.Request(worker.ServicePrefix+op, []byte(bad), 5*time.Second)
+			msg, err = nc.Request(engine.ServicePrefix+op, []byte(bad), 5*time.Second)
 			require.NoError(t, err)
 			require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader), "%s %q", op, bad)
 		}

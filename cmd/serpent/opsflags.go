@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // opsFlags are the operations flags of "serpent run": readiness and the
@@ -27,7 +27,7 @@ func (o *opsFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.readyMaxLag, "ready-max-lag", defaultReadyMaxLag, "/readyz fails while more events than this wait to be applied to the projection buckets")
 	fs.DurationVar(&o.readyMaxBehind, "ready-max-behind", defaultReadyMaxBehind, "/readyz fails while the oldest event not yet applied to the projection buckets has waited longer than this (by the NATS server's clock)")
 	fs.Int64Var(&o.maxResponseBytes, "max-response-bytes", serper.DefaultMaxResponseBytes,
-		fmt.Sprintf("largest API reply body read; a larger one is an unknown outcome (oversized_body), resent with the same key (at least 1024). Schedule commands are limited to %d bytes (rejected as too_large)", worker.MaxCommandBytes))
+		fmt.Sprintf("largest API reply body read; a larger one is an unknown outcome (oversized_body), resent with the same key (at least 1024). Schedule commands are limited to %d bytes (rejected as too_large)", engine.MaxCommandBytes))
 }
 
 // check reports a setting that cannot work.

@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // deployAccounts is the example permissions file of the deployment.
@@ -107,14 +107,14 @@ func TestRolePermissions(t *testing.T) {
 	_, err := up.js.Publish(ctx, snats.ScheduleSubject,
 		[]byte(`{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`))
 	require.NoError(t, err, "upstream may publish schedule commands")
-	msg, err := up.nc.Request(worker.ServicePrefix+".schedule",
+	msg, err := up.nc.Request(engine.ServicePrefix+".schedule",
 		[]byte(`{"slot":"2026-12-02T15:00:00Z","query":"milk jug","country":"US","language":"en","device":"mobile"}`), 5*time.Second)
 	require.NoError(t, err)
-	var sched worker.Scheduled
+	var sched engine.Scheduled
 	require.NoError(t, json.Unmarshal(msg.Data, &sched))
 	require.Regexp(t, `^[0-9a-f]{32}$`, sched.JobID)
 	natstest.WaitFor(t, 30*time.Second, func() error {
-		msg, err := up.nc.Request(worker.ServicePrefix+".status", []byte(sched.JobID), 5*time.Second)
+		msg, err := up.nc.Request(engine.ServicePrefix+".status", []byte(sched.JobID), 5*time.Second)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func TestRolePermissions(t *testing.T) {
 		"$JS.API.STREAM.UPDATE." + snats.EventStream,
 		"$JS.API.STREAM.MSG.DELETE." + snats.EventStream,
 		"$JS.API.CONSUMER.CREATE." + snats.WorkStream + ".steal",
-		worker.ServicePrefix + ".cancel",
+		engine.ServicePrefix + ".cancel",
 	} {
 		aud.refused(t, subject)
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 func init() {
@@ -74,7 +74,7 @@ Flags:
 	var payload []byte
 	switch {
 	case *file == "-":
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, worker.MaxCommandBytes+1))
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, engine.MaxCommandBytes+1))
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ Flags:
 	}
 	jobID := ""
 	if !*noCheck {
-		cmd, err := worker.ParseCommand(payload)
+		cmd, err := engine.ParseCommand(payload)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/recurring"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 func init() {
@@ -101,7 +101,7 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 		if len(rest) != 1 {
 			return fmt.Errorf("%w: schedules %s needs exactly one schedule id", errUsage, op)
 		}
-		payload, _ = json.Marshal(worker.ScheduleRequest{ID: rest[0]})
+		payload, _ = json.Marshal(engine.ScheduleRequest{ID: rest[0]})
 	default:
 		return fmt.Errorf("%w: unknown schedules operation %q", errUsage, op)
 	}
@@ -109,7 +109,7 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	if op == "show" {
 		endpoint = "get"
 	}
-	subject := worker.ServicePrefix + ".schedules." + endpoint
+	subject := engine.ServicePrefix + ".schedules." + endpoint
 	nc, js, err := nf.connect(env, nil, "serpent schedules")
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 		fmt.Fprintf(stdout, "deleted %s\n", rest[0])
 		return nil
 	}
-	var rec worker.Record
+	var rec engine.Record
 	if err := json.Unmarshal(msg.Data, &rec); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	}
 	if out.json() {
 		return printJSON(stdout, struct {
-			worker.Record
+			engine.Record
 			Jobs []slotJob `json:"jobs,omitempty"`
 		}{rec, jobs})
 	}
@@ -171,7 +171,7 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	return tw.Flush()
 }
 
-func scheduleState(r worker.Record) string {
+func scheduleState(r engine.Record) string {
 	switch {
 	case r.Creating:
 		return "creating" // stored, its create not finished: it does not fire
@@ -191,14 +191,14 @@ const listPage = 100
 
 // listSchedules pages through every schedule and prints them.
 func listSchedules(ctx context.Context, nc *natsgo.Conn, subject string, out output, stdout io.Writer) error {
-	recs := []worker.Record{} // none prints [], as status and ledger do
+	recs := []engine.Record{} // none prints [], as status and ledger do
 	for after := ""; ; {
-		req, _ := json.Marshal(worker.ListRequest{After: after, Limit: listPage})
+		req, _ := json.Marshal(engine.ListRequest{After: after, Limit: listPage})
 		msg, err := askService(ctx, nc, "schedules list", subject, req)
 		if err != nil {
 			return err
 		}
-		var page []worker.Record
+		var page []engine.Record
 		if err := json.Unmarshal(msg.Data, &page); err != nil {
 			return err
 		}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/recurring"
-	"github.com/serpent-engine/serpent/worker"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,7 +46,7 @@ func TestSchedulesCommand(t *testing.T) {
 	require.Contains(t, out, "active")
 
 	// More schedules than one answer holds are listed page by page.
-	sched, err := worker.NewSchedules(ctx, js, snats.NewTimers(js, nil), nil, nil)
+	sched, err := engine.NewSchedules(ctx, js, snats.NewTimers(js, nil), nil, nil)
 	require.NoError(t, err)
 	for i := range 130 {
 		_, err := sched.Create(ctx, recurring.Definition{ID: fmt.Sprintf("yearly-%03d", i), Schedule: "0 0 1 1 *",
@@ -56,18 +56,18 @@ func TestSchedulesCommand(t *testing.T) {
 	}
 	out, err = cli(t, r.natsURL, "schedules", "list", "-o", "json")
 	require.NoError(t, err)
-	var all []worker.Record
+	var all []engine.Record
 	require.NoError(t, json.Unmarshal([]byte(out), &all))
 	require.Len(t, all, 131)
 	require.Equal(t, "espresso", all[0].Definition.ID)
 	require.Equal(t, "yearly-129", all[130].Definition.ID)
 	for _, id := range []string{"yearly-000", "yearly-099", "yearly-100"} {
-		require.True(t, slices.ContainsFunc(all, func(r worker.Record) bool { return r.Definition.ID == id }), id)
+		require.True(t, slices.ContainsFunc(all, func(r engine.Record) bool { return r.Definition.ID == id }), id)
 	}
 	nc, _ := natstest.Connect(t, r.natsURL)
-	msg, err := nc.Request(worker.ServicePrefix+".schedules.list", []byte(`{"after":"yearly-127","limit":5}`), 5*time.Second)
+	msg, err := nc.Request(engine.ServicePrefix+".schedules.list", []byte(`{"after":"yearly-127","limit":5}`), 5*time.Second)
 	require.NoError(t, err)
-	var page []worker.Record
+	var page []engine.Record
 	require.NoError(t, json.Unmarshal(msg.Data, &page))
 	require.Len(t, page, 2)
 	require.Equal(t, "yearly-128", page[0].Definition.ID)
@@ -121,7 +121,7 @@ func TestSchedulesCommand(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		require.Contains(t, m.Header.Get(worker.HeaderRejectError), "5 fields")
+		require.Contains(t, m.Header.Get(engine.HeaderRejectError), "5 fields")
 		require.Contains(t, string(m.Data), `"id":"nope"`)
 		return nil
 	})

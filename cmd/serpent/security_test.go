@@ -181,7 +181,7 @@ func checkJobLogLines(t *testing.T, logs string) {
 		key, _ := rec["key"].(string)
 		if rec["level"] == "DEBUG" && rec["msg"] == "command scheduled" {
 			// Intake's debug line names the command's sequence and the
-			// job, not yet its key (worker/intake_run.go).
+			// job, not yet its key (engine/intake_run.go).
 			continue
 		}
 		require.Regexp(t, keyPrefixRE, key, "a line about a job without its key prefix: %s", line)

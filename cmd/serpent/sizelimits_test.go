@@ -11,10 +11,10 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestSizeLimits: a schedule command over worker.MaxCommandBytes is
@@ -32,15 +32,15 @@ func TestSizeLimits(t *testing.T) {
 	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "", "--log-level", "error",
 		"--max-response-bytes", "1024")
 	nc, js := natstest.Connect(t, r.natsURL)
-	big := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":%q,"country":"US","language":"en","device":"mobile"}`, strings.Repeat("x", worker.MaxCommandBytes))
+	big := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":%q,"country":"US","language":"en","device":"mobile"}`, strings.Repeat("x", engine.MaxCommandBytes))
 
-	msg, err := nc.Request(worker.ServicePrefix+".schedule", []byte(big), 5*time.Second)
+	msg, err := nc.Request(engine.ServicePrefix+".schedule", []byte(big), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
-	var serr worker.ServiceError
+	var serr engine.ServiceError
 	require.NoError(t, json.Unmarshal(msg.Data, &serr))
-	require.Equal(t, worker.ReasonTooLarge, serr.Reason)
-	require.Contains(t, serr.Error, fmt.Sprintf("the limit is %d", worker.MaxCommandBytes))
+	require.Equal(t, engine.ReasonTooLarge, serr.Reason)
+	require.Contains(t, serr.Error, fmt.Sprintf("the limit is %d", engine.MaxCommandBytes))
 
 	_, err = js.Publish(context.Background(), snats.ScheduleSubject, []byte(big))
 	require.NoError(t, err)
@@ -49,12 +49,12 @@ func TestSizeLimits(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		m, err := rej.GetLastMsgForSubject(context.Background(), snats.RejectSubjectPrefix+worker.ReasonTooLarge)
+		m, err := rej.GetLastMsgForSubject(context.Background(), snats.RejectSubjectPrefix+engine.ReasonTooLarge)
 		if err != nil {
 			return err
 		}
 		require.Equal(t, big, string(m.Data), "the refused command is kept byte for byte")
-		require.Contains(t, m.Header.Get(worker.HeaderRejectError), "the limit is")
+		require.Contains(t, m.Header.Get(engine.HeaderRejectError), "the limit is")
 		return nil
 	})
 

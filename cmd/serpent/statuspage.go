@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // Status page settings.
@@ -58,7 +58,7 @@ type statusData struct {
 	Recent      []recentJob
 	Days        []dayBar
 	Chart       chart
-	Accounts    []worker.AccountStatus
+	Accounts    []engine.AccountStatus
 	Notes       []string
 }
 
@@ -169,7 +169,7 @@ func (s *opsServer) collectStatus(ctx context.Context, now time.Time) statusData
 		}
 	}
 	d.Chart = chartOf(d.Days)
-	if d.Accounts, err = worker.AccountStatuses(ctx, s.js, now); err != nil {
+	if d.Accounts, err = engine.AccountStatuses(ctx, s.js, now); err != nil {
 		d.Notes = append(d.Notes, "no API accounts: "+err.Error())
 	}
 	return d

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/accounts"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // chromiumPath is where Debian's chromium package puts the browser;
@@ -96,7 +96,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		"--sandbox-config", sbCfg, "--base-delay", "20ms", "--max-delay", "200ms", "--log-level", "warn")
 	base := r.opsURL(t)
 	_, js := natstest.Connect(t, r.natsURL)
-	require.NoError(t, worker.SetLimits(context.Background(), js, "default", accounts.Limits{MaxInFlight: 4, DailyPages: 500, PriceMicros: 1000}))
+	require.NoError(t, engine.SetLimits(context.Background(), js, "default", accounts.Limits{MaxInFlight: 4, DailyPages: 500, PriceMicros: 1000}))
 	const jobs = 12
 	publishJobs(t, js, "espresso scale", jobs)
 	waitFinished(t, base, jobs)

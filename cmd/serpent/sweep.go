@@ -7,15 +7,15 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // sweeper repairs lost timers, of recurring schedules and of jobs.
 type sweeper struct {
-	eng       *worker.Engine
-	schedules *worker.Schedules
+	eng       *engine.Engine
+	schedules *engine.Schedules
 	js        jetstream.JetStream
 	// tally is the metrics' fold of the log: the jobs in flight.
 	tally *metrics.Tally
@@ -89,10 +89,10 @@ func (s *sweeper) turn(ctx context.Context) bool {
 	kv, err := s.js.KeyValue(ctx, snats.MetricsBucket)
 	var (
 		mine bool
-		last worker.SweepRecord
+		last engine.SweepRecord
 	)
 	if err == nil {
-		mine, last, err = worker.SweepTurn(ctx, kv, s.eng.Name(), s.now(), s.every)
+		mine, last, err = engine.SweepTurn(ctx, kv, s.eng.Name(), s.now(), s.every)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -116,7 +116,7 @@ func (s *sweeper) leaveTurn(ctx context.Context) {
 	}
 	kv, err := s.js.KeyValue(ctx, snats.MetricsBucket)
 	if err == nil {
-		err = worker.LeaveSweepTurn(ctx, kv, s.eng.Name())
+		err = engine.LeaveSweepTurn(ctx, kv, s.eng.Name())
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: could not give the turn up after a failed sweep", "err", err)

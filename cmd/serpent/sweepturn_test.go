@@ -13,11 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestSweepTakesTurns: an engine records its periodic sweeps for lost
@@ -30,8 +30,8 @@ func TestSweepTakesTurns(t *testing.T) {
 	ctx := t.Context()
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
-	last := func() worker.SweepRecord {
-		var rec worker.SweepRecord
+	last := func() engine.SweepRecord {
+		var rec engine.SweepRecord
 		if e, err := kv.Get(ctx, snats.MetricsSweepKey); err == nil {
 			require.NoError(t, json.Unmarshal(e.Value(), &rec))
 		}
@@ -47,7 +47,7 @@ func TestSweepTakesTurns(t *testing.T) {
 	// Another engine, as it were, begins a sweep again and again.
 	left := `sweep left to the engine that began one" by=engine-b`
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		rec, err := json.Marshal(worker.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
+		rec, err := json.Marshal(engine.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
 		require.NoError(t, err)
 		_, err = kv.Put(ctx, snats.MetricsSweepKey, rec)
 		require.NoError(t, err)
@@ -90,9 +90,9 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Minute))
 			st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
 			require.NoError(t, err)
-			eng, err := worker.New(worker.Config{Name: "engine-lag", Store: st, API: noAPI{}, Timers: snats.NewTimers(srv.JS, nil)})
+			eng, err := engine.New(engine.Config{Name: "engine-lag", Store: st, API: noAPI{}, Timers: snats.NewTimers(srv.JS, nil)})
 			require.NoError(t, err)
-			schedules, err := worker.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
+			schedules, err := engine.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
 			require.NoError(t, err)
 			tally := metrics.NewTally().ForgetFinished() // told nothing of the log
 			if caughtUpOnce {

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/accounts"
+	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/worker"
 )
 
 // TestWordsThatAreNoFlagsAreRefused: a word where a flag belongs (a query
@@ -72,7 +72,7 @@ func TestFileLimitsKeepAnOperatorsChange(t *testing.T) {
 		}
 	}
 	limits := func() accounts.Limits {
-		stored, err := worker.ReadLimits(ctx, srv.JS, "team-c")
+		stored, err := engine.ReadLimits(ctx, srv.JS, "team-c")
 		require.NoError(t, err)
 		require.True(t, stored.Found)
 		require.NoError(t, stored.Refused)

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/eventstore"
+	snats "github.com/serpent-engine/serpent/nats"
+)
+
+// MaxCommandBytes bounds a schedule command. A query is at most 2 KiB, so a
+// valid command is far smaller; anything larger is refused unread.
+const MaxCommandBytes = 16 << 10
+
+// Rejection reasons that are not about one field.
+const (
+	ReasonMalformed = "malformed"
+	ReasonTooLarge  = "too_large"
+	// ReasonUnknownSubject refuses a command on a serp.cmd subject that
+	// serpent does not read (only serp.cmd.schedule and
+	// serp.cmd.schedules.<op> for the operations on schedules are
+	// commands).
+	ReasonUnknownSubject = "unknown_subject"
+	// ReasonInvalidAccount refuses a command naming an API account this
+	// engine was not given: the one reason that depends on the engine's
+	// configuration, not on the command (serpent audit accepts it for a
+	// command otherwise valid).
+	ReasonInvalidAccount = "invalid_account"
+)
+
+// RejectError says why a command cannot become a job. Reason is the token of
+// the rejection subject serp.rejected.<reason>.
+type RejectError struct {
+	Reason string                 `json:"reason"`
+	Msg    string                 `json:"error"`
+	Fields []aggregate.FieldError `json:"fields,omitempty"`
+}
+
+func (e *RejectError) Error() string { return e.Msg }
+
+// ParseCommand reads and validates one schedule command strictly: unknown
+// fields, trailing data and oversized payloads are rejected too.
+func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
+	c, ambiguous, err := parseCommand(data)
+	if err == nil {
+		err = ambiguous
+	}
+	return c, err
+}
+
+// parseCommand reads a command as ParseCommand does, but says apart that
+// its fields are ambiguous (named twice or in another case: ambiguous is
+// the rejection, c what Go's decoder, and engines before this check, read).
+func parseCommand(data []byte) (c aggregate.ScheduleCommand, ambiguous, err error) {
+	c, err = decodeCommand(data)
+	if err == nil {
+		if serr := commandShape.check(data); serr != nil {
+			ambiguous = &RejectError{Reason: ReasonMalformed, Msg: "command " + serr.Error()}
+		}
+	}
+	return c, ambiguous, err
+}
+
+// decodeCommand reads a command strictly but for the shape of its fields.
+func decodeCommand(data []byte) (aggregate.ScheduleCommand, error) {
+	var c aggregate.ScheduleCommand
+	if len(data) > MaxCommandBytes {
+		return c, &RejectError{Reason: ReasonTooLarge,
+			Msg: fmt.Sprintf("command is %d bytes, the limit is %d", len(data), MaxCommandBytes)}
+	}
+	if !utf8.Valid(data) {
+		// The decoder would replace the bad bytes, and buy another search.
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is not valid UTF-8"}
+	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		// The decoder takes null for an empty command.
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is null, not a JSON schedule command"}
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command is not a JSON schedule command: " + err.Error()}
+	}
+	if len(bytes.TrimSpace(data[d.InputOffset():])) > 0 {
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command has data after its JSON object"}
+	}
+	return c, nil
+}
+
+// commandShape is the fields of a schedule command.
+var commandShape = shapeOf(reflect.TypeFor[aggregate.ScheduleCommand]())
+
+// Scheduled is the answer to a schedule command.
+type Scheduled struct {
+	JobID string `json:"job_id"`
+	// Created is false when the observation was scheduled before: the same
+	// slot and search context is always the same job.
+	Created   bool             `json:"created"`
+	Status    aggregate.Status `json:"status"`
+	NotBefore time.Time        `json:"not_before"`
+}
+
+// Schedule turns a command into a job, or into a *RejectError, and arms
+// the job's timer. It is idempotent: the job id comes from the slot and the
+// canonical search context, and the job's first events are appended only if
+// it has none, so the same command any number of times is one job. The
+// timer is armed whether the job is new or not, so a command redelivered
+// after a crash also repairs a timer that was never armed.
+func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Scheduled, error) {
+	out, k, err := e.schedule(ctx, data, source, false)
+	if err != nil {
+		return out, err
+	}
+	if !k.ok {
+		if k.s, err = e.State(ctx, out.JobID); err != nil {
+			return Scheduled{}, err
+		}
+	}
+	if next := k.s.Next(e.cfg.Now()); next.Step != aggregate.StepDone {
+		if err := e.cfg.Timers.Arm(ctx, out.JobID, next.At); err != nil {
+			return Scheduled{}, fmt.Errorf("schedule job %s: arm timer: %w", out.JobID, err)
+		}
+	}
+	return out, nil
+}
+
+// schedule appends a new job's first events. It returns the job's state
+// when it knows it (a job it just created), for the caller to go on from.
+// With defer_, nothing is stored: the job's first events come back as
+// pending, for the caller to store with the job's first claim.
+func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer_ bool) (Scheduled, known, error) {
+	cmd, ambiguous, err := parseCommand(data)
+	if err != nil {
+		return Scheduled{}, known{}, err
+	}
+	if ambiguous != nil {
+		if earlier, err := e.madeEarlier(ctx, cmd, source); err != nil {
+			return Scheduled{}, known{}, err // asked again: not refused on a failed look
+		} else if !earlier {
+			return Scheduled{}, known{}, ambiguous
+		}
+	}
+	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
+	var ve *aggregate.ValidationError
+	if errors.As(err, &ve) {
+		return Scheduled{}, known{}, &RejectError{Reason: ve.Reason(), Msg: ve.Error(), Fields: ve.Fields}
+	}
+	if err != nil {
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
+	}
+	if _, err := e.api(sched.Account); err != nil {
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonInvalidAccount, Msg: err.Error(),
+			Fields: []aggregate.FieldError{{Field: "account", Message: fmt.Sprintf("%q is not an account of this engine", sched.Account)}}}
+	}
+	evs, err := e.decider.Decide(aggregate.State{}, sched, e.cfg.Now(), e.cfg.IDs)
+	if errors.Is(err, aggregate.ErrInvalidInput) {
+		// A command the checks above let through but the aggregate
+		// refuses would come again for ever: it is a rejection.
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
+	}
+	if err != nil {
+		return Scheduled{}, known{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
+	}
+	out := Scheduled{JobID: sched.JobID, Created: true, Status: aggregate.StatusScheduled, NotBefore: sched.NotBefore}
+	if defer_ {
+		// The caller goes on with the job at once: its first events are
+		// stored then, with its first claim if it is due.
+		return out, known{s: aggregate.Fold(evs), ok: true, pending: evs}, nil
+	}
+	ver, err := e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
+	switch {
+	case errors.Is(err, eventstore.ErrConcurrency):
+		s, err := e.State(ctx, sched.JobID)
+		if err != nil {
+			return Scheduled{}, known{}, err
+		}
+		out.Created, out.Status, out.NotBefore = false, s.Status, s.NextRunAt
+		return out, known{}, nil
+	case err != nil:
+		return Scheduled{}, known{}, fmt.Errorf("schedule job %s: %w", sched.JobID, err)
+	}
+	if err := e.hook(e.cfg.Hooks.AfterSchedule, sched.JobID); err != nil {
+		return Scheduled{}, known{}, err
+	}
+	return out, after(aggregate.State{}, ver, evs), nil
+}
+
+// madeEarlier says whether an engine of an earlier version, which read
+// ambiguous fields as Go's decoder does, already made this very command
+// (source) a job: delivered again, during an upgrade, it is that job, not
+// a rejection as well.
+// Only a command delivered from the stream (source "SERP_COMMANDS:<seq>")
+// comes again; a micro-service request's source is the same for every
+// request, so an ambiguous one is refused, whatever jobs exist.
+func (e *Engine) madeEarlier(ctx context.Context, cmd aggregate.ScheduleCommand, source string) (bool, error) {
+	if !strings.HasPrefix(source, snats.CommandStream+":") {
+		return false, nil
+	}
+	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
+	if err != nil {
+		return false, nil
+	}
+	evs, ver, err := e.cfg.Store.Load(ctx, sched.JobID)
+	if err != nil {
+		return false, fmt.Errorf("job %s: %w", sched.JobID, err)
+	}
+	s := aggregate.Fold(evs)
+	if !s.Exists() {
+		// Refused for good on this word: not on a replica's behind the log.
+		if err := e.confirmLoad(ctx, sched.JobID, ver); err != nil {
+			return false, err
+		}
+	}
+	return s.Exists() && s.Source == source, nil
+}
+
+// State loads and folds one job.
+func (e *Engine) State(ctx context.Context, jobID string) (aggregate.State, error) {
+	evs, _, err := e.cfg.Store.Load(ctx, jobID)
+	if err != nil {
+		return aggregate.State{}, fmt.Errorf("load job %s: %w", jobID, err)
+	}
+	return aggregate.Fold(evs), nil
+}

@@ -1,0 +1,304 @@
+package engine_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+)
+
+// TestCommandsThatCannotBeRecordedWhole: commands refused with a payload
+// too large to be copied into a rejection record with its headers, and
+// schedule commands naming an id that is no key, are recorded (the first
+// bytes, with the command's size and digest) and acknowledged, not
+// delivered again for ever.
+func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", engine.Hooks{})
+	l.start(eng, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	schedules, err := engine.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
+	require.NoError(t, err)
+	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
+	require.NoError(t, err)
+	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
+
+	big := `{"query":"` + strings.Repeat("x", int(l.srv.JS.Conn().MaxPayload())-200) + `"}`
+	l.publish(big)
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.pause", []byte("no such"))
+	require.NoError(t, err)
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		got := l.rejections()
+		if got[snats.RejectSubjectPrefix+engine.ReasonTooLarge] != 1 || got[snats.RejectSubjectPrefix+engine.ReasonMalformed] != 1 {
+			return fmt.Errorf("rejections so far: %v", got)
+		}
+		return nil
+	})
+	st, err := l.srv.JS.Stream(ctx, snats.RejectStream)
+	require.NoError(t, err)
+	rec, err := st.GetLastMsgForSubject(ctx, snats.RejectSubjectPrefix+engine.ReasonTooLarge)
+	require.NoError(t, err)
+	sum := sha256.Sum256([]byte(big))
+	require.Equal(t, strconv.Itoa(len(big)), rec.Header.Get(engine.HeaderCommandBytes))
+	require.Equal(t, hex.EncodeToString(sum[:]), rec.Header.Get(engine.HeaderCommandSHA256))
+	require.True(t, strings.HasPrefix(big, string(rec.Data)))
+	require.Less(t, len(rec.Data), len(big))
+	for _, name := range []string{snats.IntakeConsumer, snats.ScheduleAdminConsumer} {
+		c, err := l.srv.JS.Consumer(ctx, snats.CommandStream, name)
+		require.NoError(t, err)
+		natstest.WaitFor(t, 10*time.Second, func() error {
+			ci, err := c.Info(ctx)
+			if err != nil || ci.NumAckPending != 0 {
+				return fmt.Errorf("%s: %d not acknowledged (%v)", name, ci.NumAckPending, err)
+			}
+			return nil
+		})
+	}
+}
+
+// TestCommandsOnUnknownSubjects: a command published on a serp.cmd
+// subject nothing reads (a typo, a version serpent does not know) is
+// stored by SERP_COMMANDS; the serpent-strays consumer makes it a
+// rejection saying where commands go instead of leaving it unread.
+// Schedule commands and operations are left to their own consumers.
+func TestCommandsOnUnknownSubjects(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", engine.Hooks{})
+	l.start(eng, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
+	require.NoError(t, err)
+	l.goRun(func(ctx context.Context) { _ = eng.RunStrays(ctx, l.srv.JS, strays) })
+	for _, subj := range []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules", snats.ScheduleOpPrefix + "pause"} {
+		_, err := l.srv.JS.Publish(ctx, subj, []byte(cmdFor(1)))
+		require.NoError(t, err)
+	}
+	l.publish(cmdFor(2))
+	l.waitSettled(snats.IntakeConsumer, snats.StrayConsumer)
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonUnknownSubject: 3}, l.rejections())
+	st, err := l.srv.JS.Stream(ctx, snats.RejectStream)
+	require.NoError(t, err)
+	rec, err := st.GetLastMsgForSubject(ctx, snats.RejectSubjectPrefix+engine.ReasonUnknownSubject)
+	require.NoError(t, err)
+	require.Contains(t, []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules"}, rec.Header.Get(engine.HeaderCommandSubject))
+	require.Contains(t, rec.Header.Get(engine.HeaderRejectError), "schedule commands go on serp.cmd.schedule")
+	require.Equal(t, cmdFor(1), string(rec.Data))
+	l.waitTerminal([]string{jobFor(t, cmdFor(2))}, 20*time.Second)
+}
+
+// TestScheduleDeleteDeliveredAgain: a delete delivered again (its first
+// delivery's acknowledgement lost) finds its schedule gone, as it asked,
+// and is acknowledged without a rejection; a delete of a schedule that
+// never was, delivered once, is still recorded as refused.
+func TestScheduleDeleteDeliveredAgain(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
+	require.NoError(t, err)
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.delete", []byte("gone"))
+	require.NoError(t, err)
+	batch, err := cmds.Fetch(1) // a first delivery, as if its engine died before acknowledging
+	require.NoError(t, err)
+	for m := range batch.Messages() {
+		require.NoError(t, m.Nak())
+	}
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.delete", []byte("never-was"))
+	require.NoError(t, err)
+
+	eng := l.engine("w", engine.Hooks{})
+	schedules, err := engine.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
+	require.NoError(t, err)
+	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
+	l.waitSettled(snats.ScheduleAdminConsumer)
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + "no_such_schedule": 1}, l.rejections(), "only the delete of a schedule that never was")
+}
+
+// TestCommandsParsedStrictly: bytes that are not UTF-8 (the decoder would
+// have replaced them, and bought a search for another query), data after
+// the object, a field named twice or in another case are malformed; a slot at Go's zero time is refused as a
+// slot, not retried for ever.
+func TestCommandsParsedStrictly(t *testing.T) {
+	ok := `{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`
+	for name, payload := range map[string]string{
+		"not UTF-8":        strings.Replace(ok, "espresso", "caf\xe9", 1),
+		"a brace too many": ok + "}",
+		"a bracket after":  ok + " ]",
+		// encoding/json takes the last of two and any case: which query
+		// did the publisher mean?
+		"a field twice":       strings.Replace(ok, `"query":"espresso scale"`, `"query":"espresso scale","query":"milk jug"`, 1),
+		"a field in capitals": strings.Replace(ok, `"query"`, `"Query"`, 1),
+		"both spellings":      strings.Replace(ok, `"query":"espresso scale"`, `"query":"espresso scale","QUERY":"milk jug"`, 1),
+		"escaped name twice":  strings.Replace(ok, `"query":"espresso scale"`, `"query":"espresso scale","q\u0075ery":"milk jug"`, 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := engine.ParseCommand([]byte(payload))
+			var rej *engine.RejectError
+			require.ErrorAs(t, err, &rej)
+			require.Equal(t, engine.ReasonMalformed, rej.Reason)
+		})
+	}
+	c, err := engine.ParseCommand([]byte(strings.Replace(ok, "2026-12-02T14:00:00Z", "0001-01-01T00:00:00Z", 1)))
+	require.NoError(t, err)
+	_, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+	var ve *aggregate.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "invalid_slot", ve.Reason())
+}
+
+// TestAmbiguousCommandAnEarlierEngineTook: during an upgrade, a command
+// with a field named twice (which this version refuses) may have been
+// made a job by an engine of the earlier version (which read the last
+// value) before it is delivered again here: it stays that job, and is not
+// rejected as well. The same command nobody made a job of is rejected.
+func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	ctx := context.Background()
+	ambiguous := func(q string) string {
+		return `{"slot":"2026-12-02T14:00:00Z","query":"first","query":"` + q + `","country":"US","language":"en","device":"mobile"}`
+	}
+	took, refused := ambiguous("taken earlier"), ambiguous("never taken")
+	ack, err := l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(took))
+	require.NoError(t, err)
+	_, err = l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(refused))
+	require.NoError(t, err)
+
+	// The earlier engine's job: Go's decoder kept the last value.
+	var c aggregate.ScheduleCommand
+	require.NoError(t, json.Unmarshal([]byte(took), &c))
+	sched, err := aggregate.NewSchedule(c, l.policy, fmt.Sprintf("%s:%d", snats.CommandStream, ack.Sequence))
+	require.NoError(t, err)
+	evs, err := aggregate.Decide(aggregate.State{}, sched, time.Now(), engine.NewIDs(time.Now))
+	require.NoError(t, err)
+	_, err = l.store.Append(ctx, sched.JobID, 0, evs...)
+	require.NoError(t, err)
+
+	eng := l.engine("w", engine.Hooks{})
+	l.start(eng, 1)
+	states := l.waitTerminal([]string{sched.JobID}, 20*time.Second)
+	require.Equal(t, aggregate.StatusSucceeded, states[sched.JobID].Status)
+	// A request to the micro service is never delivered again: the same
+	// bytes are refused there, the job existing or not.
+	_, err = eng.Schedule(ctx, []byte(took), "micro:serpent.schedule")
+	var rej *engine.RejectError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, engine.ReasonMalformed, rej.Reason)
+	l.waitSettled(snats.IntakeConsumer)
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonMalformed: 1}, l.rejections(), "only the command nobody took")
+}
+
+// flakyRejections fails its first fails records, then passes the rest
+// to the stream.
+type flakyRejections struct {
+	engine.Rejections
+	fails atomic.Int32
+}
+
+func (f *flakyRejections) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if f.fails.Add(-1) >= 0 {
+		return nil, errors.New("no responders")
+	}
+	return f.Rejections.PublishMsg(ctx, m, opts...)
+}
+
+// TestStrayRecordedWhenItsRecordFailedOnce: a command on a subject
+// nothing reads whose rejection record cannot be written (the reject
+// stream unreachable for a moment) is not acknowledged: it comes back
+// and is recorded once, not lost and not twice.
+func TestStrayRecordedWhenItsRecordFailedOnce(t *testing.T) {
+	l := setupLive(t, sandbox.Faults{})
+	eng := l.engine("w", engine.Hooks{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
+	require.NoError(t, err)
+	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedul", []byte(cmdFor(1)))
+	require.NoError(t, err)
+
+	rec := &flakyRejections{Rejections: l.srv.JS}
+	rec.fails.Store(1)
+	deliveries := 0
+	natstest.WaitFor(t, 20*time.Second, func() error {
+		batch, err := strays.FetchNoWait(1)
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			deliveries++
+			eng.HandleStray(ctx, rec, m)
+		}
+		if got := l.rejections(); got[snats.RejectSubjectPrefix+engine.ReasonUnknownSubject] != 1 {
+			return fmt.Errorf("after %d deliveries, rejections %v", deliveries, got)
+		}
+		return nil
+	})
+	require.Equal(t, 2, deliveries, "refused once, recorded on its second delivery")
+	l.waitSettled(snats.StrayConsumer)
+	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonUnknownSubject: 1}, l.rejections())
+}
+
+// TestCommandsTakenForSomethingElse: input a publisher could mean in
+// another way is refused with a reason that says so, or read as the
+// README says.
+func TestCommandsTakenForSomethingElse(t *testing.T) {
+	ok := `{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`
+	reject := func(t *testing.T, payload, reason, msg string) {
+		t.Helper()
+		c, err := engine.ParseCommand([]byte(payload))
+		if err == nil {
+			_, err = aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+		}
+		var rej *engine.RejectError
+		var ve *aggregate.ValidationError
+		switch {
+		case errors.As(err, &rej):
+			require.Equal(t, reason, rej.Reason)
+		case errors.As(err, &ve):
+			require.Equal(t, reason, ve.Reason())
+		default:
+			t.Fatalf("%s: want a rejection, got %v", payload, err)
+		}
+		require.ErrorContains(t, err, msg)
+	}
+	t.Run("null", func(t *testing.T) { reject(t, "null", engine.ReasonMalformed, "null") })
+	t.Run("limit 0", func(t *testing.T) {
+		reject(t, strings.Replace(ok, `}`, `,"limit":0}`, 1), "invalid_limit", "0 is outside 1..100")
+	})
+	t.Run("missing country", func(t *testing.T) {
+		reject(t, strings.Replace(ok, `"country":"US",`, "", 1), "invalid_country", "country: is required")
+	})
+	t.Run("missing device", func(t *testing.T) {
+		reject(t, strings.Replace(ok, `,"device":"mobile"`, "", 1), "invalid_device", "device: is required")
+	})
+	t.Run("limit null is the default", func(t *testing.T) {
+		job := func(payload string) aggregate.Schedule {
+			c, err := engine.ParseCommand([]byte(payload))
+			require.NoError(t, err)
+			s, err := aggregate.NewSchedule(c, aggregate.DefaultPolicy(), "")
+			require.NoError(t, err)
+			return s
+		}
+		withNull := job(strings.Replace(ok, `}`, `,"limit":null}`, 1))
+		require.Equal(t, job(ok).JobID, withNull.JobID, "null is no limit given")
+		require.Equal(t, aggregate.DefaultLimit, withNull.Search.Limit)
+	})
+}

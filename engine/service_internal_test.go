@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/stretchr/testify/require"
+)
+
+// refusingRequest is a request whose answers the server refuses (one
+// larger than its max payload, say), and that records its error answer.
+type refusingRequest struct {
+	micro.Request
+	code, desc string
+	data       []byte
+}
+
+func (r *refusingRequest) RespondJSON(any, ...micro.RespondOpt) error {
+	return errors.New("nats: maximum payload exceeded")
+}
+
+func (r *refusingRequest) Error(code, desc string, data []byte, _ ...micro.RespondOpt) error {
+	r.code, r.desc, r.data = code, desc, data
+	return nil
+}
+
+// TestAnAnswerTooBigIsAnError: serpent.schedules.list with hundreds of
+// schedules outgrew the server's message limit, and the caller waited for
+// an answer that never came ("is serpent run up?"); it gets a 500 saying
+// why.
+func TestAnAnswerTooBigIsAnError(t *testing.T) {
+	r := &refusingRequest{}
+	respond(r, []string{"a", "b"})
+	require.Equal(t, "500", r.code)
+	var body ServiceError
+	require.NoError(t, json.Unmarshal(r.data, &body))
+	require.Contains(t, body.Error, "maximum payload exceeded")
+}
