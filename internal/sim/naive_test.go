@@ -9,7 +9,7 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/chaos"
-	"github.com/serpent-engine/serpent/sim"
+	"github.com/serpent-engine/serpent/internal/sim"
 )
 
 // naive is THE ANTI-PATTERN of the seed article, for comparison only: on

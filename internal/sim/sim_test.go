@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serpent-engine/serpent/sim"
+	"github.com/serpent-engine/serpent/internal/sim"
 )
 
 var (
@@ -86,7 +86,7 @@ func TestSimulation(t *testing.T) {
 					t.Log(rep)
 				}
 				if rep.Failed() {
-					t.Fatalf("seed %d broke a promise; rerun it alone with\n\tgo test ./sim -run 'TestSimulation$' -sim.seed %d -sim.seeds 1 -sim.jobs %d -sim.v%s",
+					t.Fatalf("seed %d broke a promise; rerun it alone with\n\tgo test ./internal/sim -run 'TestSimulation$' -sim.seed %d -sim.seeds 1 -sim.jobs %d -sim.v%s",
 						seed, seed, jobs, flagsOf())
 				}
 			})

@@ -3,7 +3,7 @@ package sim_test
 import (
 	"testing"
 
-	"github.com/serpent-engine/serpent/sim"
+	"github.com/serpent-engine/serpent/internal/sim"
 	"github.com/stretchr/testify/require"
 )
 
