@@ -1,5 +1,6 @@
 // Command serpent executes scheduled, paid Google-SERP observations so that
-// each is bought at most once. Run "serpent help" for the subcommands.
+// each is bought at most once. Run "serpent help" for the subcommands; the
+// program itself is package internal/cli.
 package main
 
 import (
@@ -12,14 +13,16 @@ import (
 	// Time zones of recurring schedules resolve on machines without a
 	// zoneinfo database too.
 	_ "time/tzdata"
+
+	"github.com/serpent-engine/serpent/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := cli.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serpent:", err)
-		os.Exit(exitCode(err))
+		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -1,0 +1,398 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	neturl "net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/eventstore/group"
+	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/serper"
+	"github.com/serpent-engine/serpent/serper/sandbox"
+)
+
+func init() {
+	register(command{name: "run", summary: "run the engine (embedded NATS and the sandbox unless told otherwise)", run: runEngine})
+}
+
+// runEngine is "serpent run".
+func runEngine(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	fs, f := newEngineFlags(stderr)
+	withProjections := fs.Bool("projections", true, "keep the serp_status, serp_ledger and serp_observations buckets up to date (one process applies at a time)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: run: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: run takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if f.workers < 1 || f.intakeConc < 1 {
+		return fmt.Errorf("%w: --workers %d and --intake-concurrency %d must be at least 1", errUsage, f.workers, f.intakeConc)
+	}
+	log, err := f.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	table, err := f.table()
+	if err != nil {
+		return err
+	}
+	if err := aggregate.ValidatePolicy(f.policy); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, "serpent: "+format+"\n", a...) }
+	var cleanup []func()
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+
+	// The API: the real one with a token, else the built-in sandbox.
+	api, err := f.startAPI(env, log, say, &cleanup)
+	if err != nil {
+		return err
+	}
+
+	// NATS: an existing server or cluster, else an embedded one.
+	nc, js, err := f.startNATS(env, log, say, &cleanup)
+	if err != nil {
+		return err
+	}
+	if _, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}); err != nil {
+		return err
+	}
+	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
+		return err
+	}
+	// Every engine decides by the NATS server's clock, so the times one
+	// stamps (a lease's end, a key's deadline) mean the same to another.
+	clock, err := snats.NewServerClock(ctx, js, nil, log)
+	if err != nil {
+		return err
+	}
+	cleanup = append(cleanup, clock.Close)
+	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log, EventPerMessage: !f.eventGroups})
+	if err != nil {
+		return err
+	}
+	var events engine.Store = st
+	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now)
+	if f.groupCommit {
+		c := group.New(st, group.Options{OnCommit: mx.Committed})
+		cleanup = append(cleanup, c.Close)
+		events = c
+	}
+	events = mx.TimeAppends(events)
+	timers := snats.NewTimers(js, clock.Now)
+	accts, lim, err := f.startAccounts(ctx, env, js, api, clock.Now, log, say, &cleanup)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
+		Policy: f.policy, Table: table, Logger: log, Observer: mx, Now: clock.Now})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	schedules, err := engine.NewSchedules(ctx, js, timers, clock.Now, log)
+	if err != nil {
+		return err
+	}
+	schedules.CheckAccountsWith(eng.CheckAccount)
+	svc, err := eng.Service(ctx, nc)
+	if err != nil {
+		return fmt.Errorf("micro service: %w", err)
+	}
+	cleanup = append(cleanup, func() { _ = svc.Stop() })
+	if err := engine.AddScheduleEndpoints(ctx, svc, schedules); err != nil {
+		return fmt.Errorf("micro service: %w", err)
+	}
+	// The fold of the log: the HTTP server shows it, and the sweep takes
+	// the jobs in flight from it. An engine that serves neither HTTP nor
+	// a periodic sweep stops it after the sweep at start.
+	stopFold := keepFold(js, tally, log)
+	cleanup = append(cleanup, stopFold)
+	if f.httpAddr != "" {
+		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
+			limiter: lim}
+		addr, stop, err := ops.serveHTTP(f.httpAddr)
+		if err != nil {
+			return err
+		}
+		cleanup = append(cleanup, stop)
+		say("status page on http://%s/ (metrics on /metrics)", addr)
+		say("health on http://%s/healthz (readiness on /readyz)", addr)
+	}
+	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
+	if err != nil {
+		return err
+	}
+	work, err := snats.Consumer(ctx, js, snats.WorkStream, snats.WorkConsumer)
+	if err != nil {
+		return err
+	}
+	firing, err := snats.Consumer(ctx, js, snats.WorkStream, snats.ScheduleConsumer)
+	if err != nil {
+		return err
+	}
+	scheduleCmds, err := snats.Consumer(ctx, js, snats.CommandStream, snats.ScheduleAdminConsumer)
+	if err != nil {
+		return err
+	}
+	strays, err := snats.Consumer(ctx, js, snats.CommandStream, snats.StrayConsumer)
+	if err != nil {
+		return err
+	}
+	var proj *projector.Runner
+	if *withProjections {
+		if proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: eng.Name(), Logger: log}); err != nil {
+			return err
+		}
+	}
+	say("worker %s ready with %d slots; publish schedule commands on %s", eng.Name(), f.workers, snats.ScheduleSubject)
+
+	// The loops run until ctx ends. One that ends on its own (its consumer
+	// was deleted, say) stops the engine with an error, so a supervisor
+	// starts it again, rather than leaving a process that looks ready and
+	// does nothing.
+	loops, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped error
+	)
+	loop := func(name string, run func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := run(loops)
+			if loops.Err() != nil {
+				return // asked to stop
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				err = errors.New("it returned on its own")
+			}
+			if stopped == nil {
+				stopped = fmt.Errorf("the %s loop ended: %w", name, err)
+				log.Error("stopping: a loop ended on its own", "loop", name, "err", err)
+			}
+			stopLoops()
+		}()
+	}
+	loop("intake", func(ctx context.Context) error { return eng.RunIntake(ctx, js, intake, f.intakeConc) })
+	loop("work", func(ctx context.Context) error {
+		return eng.Run(ctx, work, engine.RunOptions{Concurrency: f.workers, Grace: f.grace})
+	})
+	loop("schedule firing", func(ctx context.Context) error { return eng.RunFiring(ctx, schedules, firing) })
+	loop("schedule command", func(ctx context.Context) error {
+		return eng.RunScheduleCommands(ctx, schedules, js, scheduleCmds)
+	})
+	loop("stray command", func(ctx context.Context) error { return eng.RunStrays(ctx, js, strays) })
+	if proj != nil {
+		loop("projection", proj.Run)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := &sweeper{eng: eng, schedules: schedules, js: js, tally: tally, every: f.sweepEvery, now: clock.Now, mx: mx, log: log}
+		s.Run(loops, func() {
+			if f.httpAddr == "" {
+				stopFold()
+			}
+		})
+	}()
+	wg.Wait()
+	if stopped != nil {
+		return stopped
+	}
+	say("stopped")
+	return nil
+}
+
+// startAPI returns the API client: the real API when a token is given, else
+// a sandbox started in this process.
+func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (*serper.Client, error) {
+	token, err := f.token(env)
+	url := f.apiURL
+	if url == "" {
+		url = env("SERPER_LIVE_URL")
+	}
+	if err := f.ops.check(); err != nil {
+		return nil, err
+	}
+	cfg := serper.Config{Timeout: f.clientTimeout, MaxResponseBytes: f.ops.maxResponseBytes}
+	realAPI := false
+	if builtIn := f.sandboxURL == "" && errors.Is(err, serper.ErrNoToken) && url == ""; f.sandboxConfig != "" && !builtIn {
+		return nil, fmt.Errorf("%w: --sandbox-config configures the built-in sandbox, which is not used with --sandbox-url, a token or an API URL", errUsage)
+	}
+	switch {
+	case f.sandboxURL != "":
+		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = f.sandboxURL, sandbox.DefaultToken, true
+		if err == nil && onLoopback(f.sandboxURL) {
+			// A sandbox on this machine may be set up to check the very
+			// token (serpent chaos does); one elsewhere gets its own.
+			cfg.Token = token
+		}
+		say("SANDBOX MODE: searches go to the sandbox at %s and nothing is bought", f.sandboxURL)
+	case errors.Is(err, serper.ErrNoToken) && url == "":
+		sbCfg := sandbox.Config{SearchTime: 50 * time.Millisecond}
+		if f.sandboxConfig != "" {
+			data, err := os.ReadFile(f.sandboxConfig)
+			if err != nil {
+				return nil, fmt.Errorf("%w: --sandbox-config: %v", errUsage, err)
+			}
+			if err := json.Unmarshal(data, &sbCfg); err != nil {
+				return nil, fmt.Errorf("%w: --sandbox-config %s: %v", errUsage, f.sandboxConfig, err)
+			}
+		}
+		sbCfg.Token = sandbox.DefaultToken
+		if err := sbCfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: --sandbox-config: %v", errUsage, err)
+		}
+		sbCfg.Logger = log.With("component", "sandbox")
+		sb := sandbox.New(sbCfg)
+		sbURL, err := sb.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		*cleanup = append(*cleanup, func() { _ = sb.Close() })
+		say("SANDBOX MODE: no %s is set, so searches go to the built-in sandbox at %s and nothing is bought", serper.TokenEnv, sbURL)
+		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = sbURL, sandbox.DefaultToken, true
+	case err != nil && !errors.Is(err, serper.ErrNoToken):
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: --api-url is set but there is no token: set %s or --token-file", errUsage, serper.TokenEnv)
+	default:
+		if url == "" {
+			url = DefaultAPIURL
+		}
+		cfg.BaseURL, cfg.Token = url, token
+		if err := tokenTransport(url); err != nil {
+			return nil, fmt.Errorf("%w: --api-url: %v", errUsage, err)
+		}
+		if err := f.checkRealAPI(); err != nil {
+			return nil, err
+		}
+		realAPI = true
+	}
+	client, err := serper.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if realAPI {
+		// Only once the URL is known to hold no secret (New refuses user
+		// info, a query or a fragment).
+		say("API %s (real searches are bought)", url)
+	}
+	*cleanup = append(*cleanup, client.CloseIdleConnections)
+	return client, nil
+}
+
+// checkRealAPI refuses settings that are safe with a sandbox but could buy
+// twice with the real API: the engine's policy is every account's.
+func (f *engineFlags) checkRealAPI() error {
+	if f.policy.Lease.D() < f.clientTimeout+10*time.Second {
+		return fmt.Errorf("%w: --lease %s must cover --client-timeout %s plus 10 s, or a slow search could be sent twice at once",
+			errUsage, f.policy.Lease.D(), f.clientTimeout)
+	}
+	if w := f.policy.ReplayWindow.D(); w > serper.ReplayWindow {
+		return fmt.Errorf("%w: --replay-window %s is longer than the API's %s: a resend after the API forgot the key would buy again",
+			errUsage, w, serper.ReplayWindow)
+	}
+	// A resend leaving just before its key's deadline may take as long
+	// as the client lets a request be written (its timeout less the
+	// longest search) to reach the API: the margin must cover that.
+	if write := f.clientTimeout - serper.DefaultMaxSearchTime; f.policy.SafetyMargin.D() < write {
+		return fmt.Errorf("%w: --safety-margin %s is shorter than the %s a request may take to reach the API (--client-timeout %s less a %s search): a resend at the deadline could arrive after the key's replay window and buy again",
+			errUsage, f.policy.SafetyMargin.D(), write, f.clientTimeout, serper.DefaultMaxSearchTime)
+	}
+	return nil
+}
+
+// startNATS connects to the configured NATS, or starts an embedded server.
+func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (*natsgo.Conn, jetstream.JetStream, error) {
+	if !f.nats.configured(env) {
+		host, portStr, err := net.SplitHostPort(f.natsListen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --nats-listen %q: %v", errUsage, f.natsListen, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --nats-listen %q: bad port", errUsage, f.natsListen)
+		}
+		if port == 0 {
+			port = -1
+		}
+		emb, err := snats.StartEmbedded(snats.EmbeddedConfig{Dir: f.dataDir, Host: host, Port: port,
+			Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("embedded NATS on %s: %w (is another serpent or nats-server running? use --nats-listen)", f.natsListen, err)
+		}
+		*cleanup = append(*cleanup, emb.Shutdown)
+		f.nats.conn.URLs = []string{emb.ClientURL()}
+		say("embedded NATS with JetStream at %s (fsync on every write), data in %s", emb.ClientURL(), f.dataDir)
+	}
+	nc, js, err := f.nats.connect(env, log, "serpent run")
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanup = append(*cleanup, func() { _ = nc.Drain() })
+	if len(f.nats.conn.URLs) > 0 && f.nats.conn.URLs[0] != nc.ConnectedUrl() {
+		say("connected to NATS at %s", snats.RedactURL(nc.ConnectedUrl())) // ConnectedUrlRedacted keeps a token
+	}
+	return nc, js, nil
+}
+
+// onLoopback says whether an http(s) URL names this machine.
+func onLoopback(raw string) bool {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tokenTransport refuses to send an API token in clear text off this
+// machine: a plain http:// URL must be on the loopback interface.
+func tokenTransport(raw string) error {
+	u, err := neturl.Parse(raw)
+	if err == nil && u.Scheme == "http" && !onLoopback(raw) {
+		return fmt.Errorf("%s is plain http on another machine: the API token would travel in clear text (use https)", hostOf(raw))
+	}
+	return nil
+}
+
+// hostOf is a URL's scheme and host, as a message may quote it: its user
+// info, query or fragment may hold a token.
+func hostOf(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(a URL that does not parse)"
+	}
+	return u.Scheme + "://" + u.Host
+}

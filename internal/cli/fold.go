@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/serpent-engine/serpent/metrics"
+)
+
+// keepFold feeds tally, the metrics' fold of the event log, until the
+// returned stop is called (any number of times): it resumes from the
+// checkpoint in serp_metrics rather than from the log's start, follows
+// the log, and keeps the checkpoint (written on stop too). The HTTP
+// server shows the fold, and the sweep for lost timers takes the jobs in
+// flight from it.
+func keepFold(js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		seq, counted, err := metrics.Resume(ctx, js, tally)
+		if err != nil {
+			log.Info("metrics: counting the event log from its start", "why", err)
+		} else if seq > 0 {
+			log.Debug("metrics: counting the event log from its checkpoint", "seq", seq)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			metrics.KeepCheckpoint(ctx, js, tally, counted, seq, metrics.DefaultCheckpointEvery, log)
+		}()
+		metrics.Follow(ctx, js, tally, log)
+	}()
+	return sync.OnceFunc(func() {
+		cancel()
+		wg.Wait()
+	})
+}
