@@ -1,10 +1,14 @@
 package nats
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"log/slog"
 	"strings"
 
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // RegisterFlags binds the --nats-* flags to c. A flag given on the command
@@ -68,4 +72,42 @@ func (c *ConnConfig) FromEnv(env func(string) string) {
 			*f.p = env(f.key)
 		}
 	}
+}
+
+// RegisterFlagsOrEmbed binds the --nats-* flags of a command that runs an
+// embedded server when no NATS URL is given.
+func (c *ConnConfig) RegisterFlagsOrEmbed(fs *flag.FlagSet) {
+	c.RegisterFlags(fs)
+	fs.Lookup("nats-url").Usage = "NATS server URLs, comma-separated (env NATS_URL); none runs an embedded server"
+}
+
+// Given reports whether the flags or env say where an existing NATS is.
+func (c *ConnConfig) Given(env func(string) string) bool {
+	c.FromEnv(env)
+	return len(c.URLs) > 0 || c.Context != ""
+}
+
+// ErrConnConfig wraps what Dial finds wrong in the settings themselves:
+// the caller's mistake, not the server's.
+var ErrConnConfig = errors.New("nats: connection settings")
+
+// Dial connects with the flags, then env, then the nats CLI context, and
+// returns a JetStream handle. name is the connection's name; log, if not
+// nil, receives disconnects and reconnects.
+func (c *ConnConfig) Dial(env func(string) string, log *slog.Logger, name string) (*natsgo.Conn, jetstream.JetStream, error) {
+	c.FromEnv(env)
+	c.Name, c.Logger = name, log
+	if err := c.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrConnConfig, err)
+	}
+	nc, err := c.Connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }

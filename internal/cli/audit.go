@@ -118,7 +118,7 @@ and twice. Flags:
 		}
 	}
 
-	defer auditGC()()
+	defer audit.TuneGC()()
 	bar := newProgress(stderr, *f.progress)
 	defer bar.done()
 	a, err := f.auditLog(ctx, env, opts, bar)

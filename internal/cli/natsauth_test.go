@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/serpent-engine/serpent/internal/bench"
 	"math/big"
 	"net"
 	"os"
@@ -219,7 +220,7 @@ func TestCommandsWithNATSAuth(t *testing.T) {
 			require.NoError(t, Run(context.Background(), append([]string{"bench", "--nats-url", url, "--phases", "raw,happy",
 				"--jobs", "20", "--raw", "20", "--workers", "16", "-o", "json", "--progress=false"}, flags...),
 				func(string) string { return "" }, &benchOut, &benchErr), "stderr: %s", benchErr.String())
-			var rep benchReport
+			var rep bench.Report
 			require.NoError(t, json.Unmarshal([]byte(benchOut.String()), &rep), benchOut.String())
 			require.Equal(t, "existing", rep.Machine.Server)
 			require.Equal(t, 20, rep.HappyPath.Finished[aggregate.StatusSucceeded])

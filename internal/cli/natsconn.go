@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -19,33 +20,17 @@ func (f *natsFlags) register(fs *flag.FlagSet) { f.conn.RegisterFlags(fs) }
 
 // registerOrEmbed registers the flags of a command that runs an embedded
 // server when no NATS URL is given.
-func (f *natsFlags) registerOrEmbed(fs *flag.FlagSet) {
-	f.conn.RegisterFlags(fs)
-	fs.Lookup("nats-url").Usage = "NATS server URLs, comma-separated (env NATS_URL); none runs an embedded server"
-}
+func (f *natsFlags) registerOrEmbed(fs *flag.FlagSet) { f.conn.RegisterFlagsOrEmbed(fs) }
 
 // connect connects with the flags, then the environment, then the nats CLI
-// context, and returns a JetStream handle.
+// context, and returns a JetStream handle. Bad settings are a usage error.
 func (f *natsFlags) connect(env func(string) string, log *slog.Logger, name string) (*natsgo.Conn, jetstream.JetStream, error) {
-	f.conn.FromEnv(env)
-	f.conn.Name, f.conn.Logger = name, log
-	if err := f.conn.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	nc, js, err := f.conn.Dial(env, log, name)
+	if errors.Is(err, snats.ErrConnConfig) {
+		err = fmt.Errorf("%w: %w", errUsage, err)
 	}
-	nc, err := f.conn.Connect()
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, js, nil
+	return nc, js, err
 }
 
 // configured reports whether anything says where an existing NATS is.
-func (f *natsFlags) configured(env func(string) string) bool {
-	f.conn.FromEnv(env)
-	return len(f.conn.URLs) > 0 || f.conn.Context != ""
-}
+func (f *natsFlags) configured(env func(string) string) bool { return f.conn.Given(env) }

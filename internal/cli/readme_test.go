@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/serpent-engine/serpent/internal/bench"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -241,8 +241,7 @@ func (e *readmeEnv) serpent(t *testing.T, args []string) {
 	case "bench":
 		// Minutes of measurement: TestBenchEveryPhase runs every phase
 		// small; here the README's flags must parse.
-		_, _, err := parseBenchFlags(args[1:], func(string) string { return "" }, io.Discard)
-		require.NoError(t, err, "serpent %s", strings.Join(args, " "))
+		require.NoError(t, bench.CheckFlags(args[1:]), "serpent %s", strings.Join(args, " "))
 		return
 	}
 	for i, a := range args {

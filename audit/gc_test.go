@@ -1,4 +1,4 @@
-package cli
+package audit
 
 import (
 	"math"
@@ -18,16 +18,16 @@ func TestAuditGC(t *testing.T) {
 	limit := debug.SetMemoryLimit(math.MaxInt64) // none, whatever the environment says
 	t.Cleanup(func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) })
 
-	restore := auditGC()
+	restore := TuneGC()
 	t.Cleanup(restore)
-	require.Equal(t, auditGCPercent, debug.SetGCPercent(auditGCPercent))
-	require.GreaterOrEqual(t, debug.SetMemoryLimit(-1), int64(auditHeapFloor))
+	require.Equal(t, GCPercent, debug.SetGCPercent(GCPercent))
+	require.GreaterOrEqual(t, debug.SetMemoryLimit(-1), int64(heapFloor))
 	restore()
 	require.Equal(t, percent, debug.SetGCPercent(percent))
 	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
 
 	debug.SetMemoryLimit(512 << 20)
-	restore = auditGC()
+	restore = TuneGC()
 	t.Cleanup(restore)
 	require.Equal(t, int64(512<<20), debug.SetMemoryLimit(-1), "a limit set already is left as it is")
 	restore()

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -99,11 +99,11 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 	}
 
 	// The audit, with serpent audit's GOGC. Not with its memory limit
-	// (auditGC): that follows the heap of the audit's own process, and
+	// (audit.TuneGC): that follows the heap of the audit's own process, and
 	// this one also holds the embedded server and the engine, whose heap
 	// would bring it down at sizes where serpent audit's own heap stays
 	// far below it (a quarter fewer events a second at a million events).
-	gc := debug.SetGCPercent(auditGCPercent)
+	gc := debug.SetGCPercent(audit.GCPercent)
 	start := time.Now()
 	a, err := projector.AuditLog(ctx, b.js, projector.AuditOptions{Audit: audit.Options{Now: time.Now(), WithoutLedger: true}, // as serpent audit without --ledger
 		Progress: func(_ string, done, total uint64) { b.prog("replay: audit", int(done), int(total)) }})
@@ -118,7 +118,7 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 	}
 	r.Events = uint64(rep.Events)
 	r.Audit = benchAudit{Events: rep.Events, Jobs: rep.Jobs, Seconds: round2(took.Seconds()), EventsPerSec: perSec(rep.Events, took),
-		GCPercent: auditGCPercent, OK: rep.OK(), Violations: len(rep.Violations), Rules: rep.Rules}
+		GCPercent: audit.GCPercent, OK: rep.OK(), Violations: len(rep.Violations), Rules: rep.Rules}
 	if len(rep.Violations) > 0 {
 		r.Audit.First = rep.Violations[:min(3, len(rep.Violations))]
 	}

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func machine(existing bool) benchMachine {
 	return benchMachine{Server: "embedded", Replicas: 1, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Fsync: "always"}
 }
 
-func printBench(w io.Writer, r benchReport) error {
+func printBench(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "serpent bench: %d CPUs, %s, %s JetStream, fsync %s, %s; phases %s\n\n", r.Machine.CPUs, r.Machine.GoVersion,
 		r.Machine.Server, r.Machine.Fsync, replicasText(r.Machine.Replicas), strings.Join(r.Phases, ","))

@@ -1,4 +1,4 @@
-package cli
+package audit
 
 import (
 	"math"
@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// auditGCPercent is the GOGC serpent audit runs with.
-const auditGCPercent = 400
+// GCPercent is the GOGC an audit runs with (TuneGC).
+const GCPercent = 400
 
-// auditHeapFloor is the memory the audit's lazy collector may always take
-// (auditGC).
-const auditHeapFloor = 1 << 30
+// heapFloor is the memory the audit's lazy collector may always take
+// (TuneGC).
+const heapFloor = 1 << 30
 
-// auditGC makes the garbage collector lazy for an audit, and returns what
+// TuneGC makes the garbage collector lazy for an audit, and returns what
 // undoes it (which may be called more than once). Reading a log moves a
 // gigabyte of short-lived messages per million events through the
 // client, and collecting less often (GOGC=400) saves a fifth of the
@@ -26,8 +26,8 @@ const auditHeapFloor = 1 << 30
 // in use, whichever is more (kept up to date as the audit goes), beyond
 // which the collector runs as it would with GOGC=100. A memory limit set
 // already (GOMEMLIMIT in the environment, say) is left in charge.
-func auditGC() (restore func()) {
-	percent := debug.SetGCPercent(auditGCPercent)
+func TuneGC() (restore func()) {
+	percent := debug.SetGCPercent(GCPercent)
 	limit := debug.SetMemoryLimit(-1)
 	if limit != math.MaxInt64 {
 		return sync.OnceFunc(func() { debug.SetGCPercent(percent) })
@@ -39,7 +39,7 @@ func auditGC() (restore func()) {
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			live = int64(sample[0].Value.Uint64())
 		}
-		debug.SetMemoryLimit(max(auditHeapFloor, 2*live))
+		debug.SetMemoryLimit(max(heapFloor, 2*live))
 	}
 	follow()
 	stop, done := make(chan struct{}), make(chan struct{})

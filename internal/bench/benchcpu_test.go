@@ -1,10 +1,7 @@
-package cli
+package bench
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,25 +68,3 @@ func spin(n int) uint64 {
 }
 
 var sink atomic.Uint64
-
-// TestBenchCPUProfileLeavesTheSplitOut: with --cpuprofile the profile is
-// the user's, written whole, and the phases carry no split; with
-// --cpu-parts=false neither.
-func TestBenchCPUProfileLeavesTheSplitOut(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the engine end to end")
-	}
-	prof := filepath.Join(t.TempDir(), "cpu.out")
-	for _, extra := range [][]string{{"--cpuprofile", prof}, {"--cpu-parts=false"}} {
-		args := append([]string{"bench", "--phases", "happy", "--jobs", "20", "-o", "json", "--progress=false"}, extra...)
-		out, stderr, err := runCmd(t, args...)
-		require.NoError(t, err, stderr)
-		var rep benchReport
-		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-		require.NotNil(t, rep.HappyPath)
-		require.Nil(t, rep.HappyPath.CPUByPart, "%v", extra)
-	}
-	st, err := os.Stat(prof)
-	require.NoError(t, err)
-	require.Positive(t, st.Size())
-}

@@ -1,13 +1,15 @@
-package cli
+package bench_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/serpent-engine/serpent/audit"
+	"github.com/serpent-engine/serpent/internal/bench"
+	"github.com/serpent-engine/serpent/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := Run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
+	err := cli.Run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
 		"--steady-jobs", "50", "--steady-rate", "200", "--steady-search-time", "20ms", "--scale-jobs", "3000", "--scale-small", "1000",
 		"-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
@@ -38,7 +40,7 @@ func TestBenchEveryPhase(t *testing.T) {
 		require.Contains(t, keys, k)
 	}
 	require.NotContains(t, keys, "faults", "the faults phase was not asked for")
-	var rep benchReport
+	var rep bench.Report
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep))
@@ -68,7 +70,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Positive(t, h.CoresBusy)
 	require.NotEmpty(t, h.CPUByPart, "the phase's CPU split by part")
 	for part := range h.CPUByPart {
-		require.Contains(t, cpuParts, part)
+		require.Contains(t, bench.CPUParts, part)
 	}
 	require.Positive(t, rep.Ratios.HappyPathToRawSingle)
 	require.Nil(t, h.LatencyMillis, "the happy path is not paced")
@@ -96,7 +98,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Less(t, p.Messages, p.Events, "an append of several events is one message")
 	require.Equal(t, 250, p.Audit.Jobs)
 	require.Positive(t, p.Audit.EventsPerSec)
-	require.Equal(t, auditGCPercent, p.Audit.GCPercent)
+	require.Equal(t, audit.GCPercent, p.Audit.GCPercent)
 	require.EqualValues(t, p.Events, p.Rebuild.Events)
 	require.Positive(t, p.Rebuild.EventsPerSec)
 	require.Positive(t, p.Rebuild.FoldEventsPerSec)
@@ -114,7 +116,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Positive(t, s.Seed.EventsPerSec)
 	require.Equal(t, 1000, s.Small.Jobs)
 	require.Equal(t, 3000, s.Large.Jobs)
-	for _, l := range []benchLoad{s.Small, s.Large} {
+	for _, l := range []bench.Load{s.Small, s.Large} {
 		require.Equal(t, 2000, l.Loads)
 		require.Positive(t, l.MedianMicros)
 		require.GreaterOrEqual(t, l.P99Micros, l.MedianMicros)
@@ -131,7 +133,7 @@ func TestBenchEveryPhase(t *testing.T) {
 
 	// The table shows the same figures.
 	var table bytes.Buffer
-	require.NoError(t, printBench(&table, rep))
+	require.NoError(t, bench.Print(&table, rep))
 	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "end to end, steady 200/s", "a job from its command to its last event", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
 		"replay, projection rebuild", "scale, seeding", "scale, load one job at 1000 jobs", "scale, load one job at 3000 jobs", "scale, engine process memory",
 		"scale, engine on the small log", "caught up (projections and metrics)", "started again, caught up in", "from its metrics checkpoint at", "scale, bench process memory", "memory, bench process"} {
@@ -150,10 +152,10 @@ func TestBenchScaleWithoutProjections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := Run(ctx, []string{"bench", "--phases", "scale", "--scale-jobs", "400", "--scale-small", "100", "--scale-loads", "20",
+	err := cli.Run(ctx, []string{"bench", "--phases", "scale", "--scale-jobs", "400", "--scale-small", "100", "--scale-loads", "20",
 		"--scale-engine-jobs", "30", "--scale-projections=false", "-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
-	var rep benchReport
+	var rep bench.Report
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
 	s := rep.Scale
 	require.NotNil(t, s)
@@ -163,7 +165,7 @@ func TestBenchScaleWithoutProjections(t *testing.T) {
 	require.Zero(t, s.Engine.FreshJobs.ProjectionPerJob, "an engine without projections writes none")
 
 	var table bytes.Buffer
-	require.NoError(t, printBench(&table, rep))
+	require.NoError(t, bench.Print(&table, rep))
 	require.Contains(t, table.String(), "caught up (metrics; no projections)")
 }
 
@@ -178,10 +180,10 @@ func TestBenchInflight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := Run(ctx, []string{"bench", "--phases", "inflight", "--inflight-jobs", "3000", "--scale-small", "1000",
+	err := cli.Run(ctx, []string{"bench", "--phases", "inflight", "--inflight-jobs", "3000", "--scale-small", "1000",
 		"-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
-	var rep benchReport
+	var rep bench.Report
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep))
@@ -198,7 +200,7 @@ func TestBenchInflight(t *testing.T) {
 	require.Positive(t, f.PeakRSSRatio)
 
 	var table bytes.Buffer
-	require.NoError(t, printBench(&table, rep))
+	require.NoError(t, bench.Print(&table, rep))
 	for _, want := range []string{"inflight, seeding (setup)", "3 timers left out as lost", "inflight, engine process memory",
 		"on 3000 jobs in flight", "swept 3000 jobs in", "re-arming 3 lost timers", "started again, from its metrics checkpoint at",
 		"re-arming 0 lost timers", "inflight, engine on the small log"} {
@@ -208,7 +210,7 @@ func TestBenchInflight(t *testing.T) {
 
 // requireInflight checks the figures of an engine started twice on jobs
 // jobs in flight, lost of whose timers were lost.
-func requireInflight(t *testing.T, e benchInflightEngine, bin string, jobs, lost int) {
+func requireInflight(t *testing.T, e bench.InflightEngine, bin string, jobs, lost int) {
 	t.Helper()
 	require.True(t, e.Measured, e.Why)
 	require.Equal(t, bin, e.Binary)
@@ -217,7 +219,7 @@ func requireInflight(t *testing.T, e benchInflightEngine, bin string, jobs, lost
 	require.Equal(t, lost, e.First.Rearmed)
 	require.Positive(t, e.Restart.ResumedFrom, "from the checkpoint the first engine left: %s", e.Restart.Why)
 	require.Zero(t, e.Restart.Rearmed, "the first sweep armed them")
-	for _, s := range []benchInflightStart{e.First, e.Restart} {
+	for _, s := range []bench.InflightStart{e.First, e.Restart} {
 		require.Equal(t, jobs, s.SweptJobs)
 		require.Positive(t, s.PeakRSSMB)
 		require.GreaterOrEqual(t, s.PeakRSSMB, s.RSSMB)
@@ -229,7 +231,7 @@ func requireInflight(t *testing.T, e benchInflightEngine, bin string, jobs, lost
 func buildSerpent(t *testing.T) (string, func(string) string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "serpent")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/serpent-engine/serpent/cmd/serpent").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin, func(k string) string {
 		if k == "SERPENT_BENCH_ENGINE_BIN" {
@@ -241,7 +243,7 @@ func buildSerpent(t *testing.T) (string, func(string) string) {
 
 // requireChild checks the figures of the engine run as a child process on
 // a log of jobs finished jobs.
-func requireChild(t *testing.T, e benchChild, bin string, jobs int, projections bool, fresh int) {
+func requireChild(t *testing.T, e bench.Child, bin string, jobs int, projections bool, fresh int) {
 	t.Helper()
 	require.True(t, e.Measured, e.Why)
 	require.Equal(t, bin, e.Binary)
@@ -268,17 +270,17 @@ func TestBenchOnAnExistingServerRefusesScale(t *testing.T) {
 		{"bench", "--nats-url", "nats://127.0.0.1:4222", "--replay-events", "1000"},
 	} {
 		_, _, err := runCmd(t, args...)
-		require.ErrorIs(t, err, errUsage)
+		require.ErrorIs(t, err, bench.ErrUsage)
 		require.Contains(t, err.Error(), "--nats-url")
 	}
 	_, _, err := runCmd(t, "bench", "--nats-url", "nats://127.0.0.1:4222", "--nats-user", "bench")
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, bench.ErrUsage)
 	require.Contains(t, err.Error(), "no password")
 }
 
 func TestBenchRejectsUnknownPhases(t *testing.T) {
 	_, _, err := runCmd(t, "bench", "--phases", "raw,fly")
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, bench.ErrUsage)
 	require.Contains(t, err.Error(), `"fly"`)
 }
 
@@ -310,14 +312,14 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		"a negative search":    {"--steady-search-time", "-1s"},
 	} {
 		_, _, err := runCmd(t, append([]string{"bench"}, args...)...)
-		require.ErrorIs(t, err, errUsage, name)
+		require.ErrorIs(t, err, bench.ErrUsage, name)
 	}
 }
 
 func TestBenchHelpListsPhases(t *testing.T) {
 	_, stderr, err := runCmd(t, "bench", "-h")
 	require.NoError(t, err)
-	for _, p := range benchPhases {
+	for _, p := range bench.Phases {
 		require.Regexp(t, `(?m)^  `+p+`\s`, stderr)
 	}
 	for _, f := range []string{"-replay-events", "-scale-jobs", "-scale-small", "-scale-projections", "-inflight-jobs", "-steady-jobs", "-steady-rate", "-steady-search-time", "-cpuprofile", "-memprofile", "-cpu-parts"} {
@@ -325,12 +327,32 @@ func TestBenchHelpListsPhases(t *testing.T) {
 	}
 }
 
-// A test binary is not serpent: the scale phase does not run it as the
-// engine unless told which binary to run.
-func TestBenchEngineBinary(t *testing.T) {
-	bin, why := engineBinary(func(string) string { return "" })
-	require.Empty(t, bin)
-	require.True(t, strings.Contains(why, "SERPENT_BENCH_ENGINE_BIN"), why)
-	bin, _ = engineBinary(func(k string) string { return map[string]string{"SERPENT_BENCH_ENGINE_BIN": "/opt/serpent"}[k] })
-	require.Equal(t, "/opt/serpent", bin)
+// TestBenchCPUProfileLeavesTheSplitOut: with --cpuprofile the profile is
+// the user's, written whole, and the phases carry no split; with
+// --cpu-parts=false neither.
+func TestBenchCPUProfileLeavesTheSplitOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine end to end")
+	}
+	prof := filepath.Join(t.TempDir(), "cpu.out")
+	for _, extra := range [][]string{{"--cpuprofile", prof}, {"--cpu-parts=false"}} {
+		args := append([]string{"bench", "--phases", "happy", "--jobs", "20", "-o", "json", "--progress=false"}, extra...)
+		out, stderr, err := runCmd(t, args...)
+		require.NoError(t, err, stderr)
+		var rep bench.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		require.NotNil(t, rep.HappyPath)
+		require.Nil(t, rep.HappyPath.CPUByPart, "%v", extra)
+	}
+	st, err := os.Stat(prof)
+	require.NoError(t, err)
+	require.Positive(t, st.Size())
+}
+
+// runCmd runs serpent as main would and returns what it printed.
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := cli.Run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
 }
