@@ -209,7 +209,7 @@ func (e *readmeEnv) runExample(t *testing.T, cmd string) {
 		_, err := os.Stat(filepath.Join("..", "..", strings.TrimSuffix(pkg, "/...")))
 		require.NoError(t, err, "go test example %q", cmd)
 	case args[0] == "docker":
-		require.Contains(t, cmd, "deploy/docker-compose.yml")
+		require.Contains(t, cmd, "docker compose up")
 		checkComposeCommands(t)
 	case args[0] == "strace":
 		// A serpent command run under strace (a slower disk, emulated):
@@ -365,11 +365,11 @@ func (e *readmeEnv) curl(t *testing.T, args []string) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", url)
 }
 
-// checkComposeCommands: the serpent commands of deploy/docker-compose.yml
+// checkComposeCommands: the serpent commands of docker-compose.yml
 // parse (go test ./deploy runs its NATS config files).
 func checkComposeCommands(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "docker-compose.yml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "docker-compose.yml"))
 	require.NoError(t, err)
 	seen := map[string]int{}
 	for _, m := range regexp.MustCompile(`(?m)^\s+command: (\[.*\])$`).FindAllStringSubmatch(string(data), -1) {

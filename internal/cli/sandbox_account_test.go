@@ -10,7 +10,7 @@ import (
 )
 
 // TestAccountAtTheDefaultSandboxIsNotTheRealAPI: with --sandbox-url on
-// another machine (deploy/docker-compose.yml's http://sandbox:8790) and
+// another machine (docker-compose.yml's http://sandbox:8790) and
 // the sandbox's short client timeout, an --accounts entry naming that
 // same sandbox as its base_url (no token of its own: it is not "another
 // address", so it is allowed one) is the sandbox, not the real API. It
