@@ -70,13 +70,12 @@ func Split(b []byte) ([][]byte, error) {
 
 // DecodeAll reads every event of a message body with Decode. The events
 // of a group must belong to one job at consecutive versions.
-func DecodeAll(b []byte) ([]Event, error) {
-	return DecodeAllWith(b, Decode)
-}
+func DecodeAll(b []byte) ([]Event, error) { return decodeAll(b, Decode) }
 
-// DecodeAllWith is DecodeAll with another decoder of one event (a faster
-// one that reads as Decode does).
-func DecodeAllWith(b []byte, decode func([]byte) (Event, error)) ([]Event, error) {
+// DecodeAllLight is DecodeAll with DecodeLight: results are left out.
+func DecodeAllLight(b []byte) ([]Event, error) { return decodeAll(b, DecodeLight) }
+
+func decodeAll(b []byte, decode func([]byte) (Event, error)) ([]Event, error) {
 	parts, err := Split(b)
 	if err != nil {
 		return nil, err
