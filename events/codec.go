@@ -9,13 +9,6 @@ import (
 	"time"
 )
 
-// Header names under which the store repeats an event's type and schema,
-// so consumers can filter without decoding the body.
-const (
-	HeaderType   = "Serpent-Event-Type"
-	HeaderSchema = "Serpent-Event-Schema"
-)
-
 // wire is the encoded shape of an event. Field names are part of the
 // public format.
 type wire struct {

@@ -35,7 +35,7 @@
 // settle the outcome is never taken at its word: the store re-reads the
 // job from the stream leader and finds out whether its own events are the
 // ones right after the expected version, in whichever form they were
-// written (store.Match).
+// written (eventstore.Match).
 //
 //   - acknowledged: done, the version is the acknowledged sequence;
 //   - "wrong last sequence" (10071): if the events after expected are ours,

@@ -94,7 +94,7 @@ func TestAppendIsOneMessage(t *testing.T) {
 	m, err := stream.GetMsg(ctx, v)
 	require.NoError(t, err)
 	require.Equal(t, events.TypeHeader(evs), m.Header.Get(events.HeaderType))
-	require.Equal(t, evs[0].ID, m.Header.Get(eventstore.HeaderMsgID))
+	require.Equal(t, evs[0].ID, m.Header.Get(events.HeaderMsgID))
 	require.Empty(t, m.Header.Get("Nats-Batch-Id"), "one plain message")
 	got, err := events.DecodeAll(m.Data)
 	require.NoError(t, err)
