@@ -9,13 +9,6 @@ import (
 	"time"
 )
 
-// Header names under which the store repeats an event's type and schema,
-// so consumers can filter without decoding the body.
-const (
-	HeaderType   = "Serpent-Event-Type"
-	HeaderSchema = "Serpent-Event-Schema"
-)
-
 // wire is the encoded shape of an event. Field names are part of the
 // public format.
 type wire struct {
@@ -99,9 +92,36 @@ func Decode(b []byte) (Event, error) {
 	return c.Decode(b)
 }
 
+// DecodeLight is Decode for readers that never look at results, such as
+// the audit: an ObservationStored's result is checked as strictly but not
+// kept (it is nil), which spares copying and holding it.
+func DecodeLight(b []byte) (Event, error) {
+	if e, ok := decodeFast(b, true); ok {
+		return e, nil
+	}
+	var c Codec
+	e, err := c.decodeJSON(b)
+	if o, ok := e.Data.(ObservationStored); ok {
+		o.Result = nil
+		e.Data = o
+	}
+	return e, err
+}
+
 // Decode reads one encoded event strictly: unknown types, newer schemas,
-// unknown fields, trailing data and invalid envelopes are errors.
+// unknown fields, trailing data and invalid envelopes are errors. An
+// event as Encode writes it is read on the fast path (fast.go); anything
+// else, and every error, by encoding/json with the upcasters.
 func (c *Codec) Decode(b []byte) (Event, error) {
+	if e, ok := decodeFast(b, false); ok {
+		return e, nil
+	}
+	return c.decodeJSON(b)
+}
+
+// decodeJSON is Decode with encoding/json alone: the reference the fast
+// path is held to.
+func (c *Codec) decodeJSON(b []byte) (Event, error) {
 	var w wire
 	if err := strictUnmarshal(b, &w); err != nil {
 		return Event{}, &DecodeError{Type: w.Type, Schema: w.Schema, JobID: w.Job, Err: errors.Join(ErrMalformed, err)}

@@ -3,7 +3,6 @@ package events
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/serpent-engine/serpent/internal/jsonraw"
 )
@@ -70,13 +69,12 @@ func Split(b []byte) ([][]byte, error) {
 
 // DecodeAll reads every event of a message body with Decode. The events
 // of a group must belong to one job at consecutive versions.
-func DecodeAll(b []byte) ([]Event, error) {
-	return DecodeAllWith(b, Decode)
-}
+func DecodeAll(b []byte) ([]Event, error) { return decodeAll(b, Decode) }
 
-// DecodeAllWith is DecodeAll with another decoder of one event (a faster
-// one that reads as Decode does).
-func DecodeAllWith(b []byte, decode func([]byte) (Event, error)) ([]Event, error) {
+// DecodeAllLight is DecodeAll with DecodeLight: results are left out.
+func DecodeAllLight(b []byte) ([]Event, error) { return decodeAll(b, DecodeLight) }
+
+func decodeAll(b []byte, decode func([]byte) (Event, error)) ([]Event, error) {
 	parts, err := Split(b)
 	if err != nil {
 		return nil, err
@@ -109,32 +107,4 @@ func DecodeLast(b []byte) (Event, error) {
 		return Event{}, err
 	}
 	return evs[len(evs)-1], nil
-}
-
-// headerSep separates the values of a group's HeaderType and HeaderSchema,
-// one for each event, in order.
-const headerSep = ","
-
-// JoinHeader is the HeaderType or HeaderSchema value of a message whose
-// events have these values, in order.
-func JoinHeader(values []string) string { return strings.Join(values, headerSep) }
-
-// HeaderEvents is how many events a HeaderType value names.
-func HeaderEvents(header string) int { return strings.Count(header, headerSep) + 1 }
-
-// LastType is the type of the last event a HeaderType value names.
-func LastType(header string) string {
-	if i := strings.LastIndex(header, headerSep); i >= 0 {
-		return header[i+len(headerSep):]
-	}
-	return header
-}
-
-// TypeHeader is the HeaderType value of a message holding evs.
-func TypeHeader(evs []Event) string {
-	types := make([]string, len(evs))
-	for i, e := range evs {
-		types[i] = e.Type()
-	}
-	return JoinHeader(types)
 }

@@ -36,11 +36,6 @@ func TestGroupRoundTrip(t *testing.T) {
 	got, err = events.DecodeAll(spaced)
 	require.NoError(t, err, "white space around the elements is JSON")
 	require.Equal(t, evs[:2], got)
-
-	require.Equal(t, "JobScheduled,AttemptCreated,Sent", events.TypeHeader(evs))
-	require.Equal(t, "Sent", events.LastType(events.TypeHeader(evs)))
-	require.Equal(t, "JobScheduled", events.TypeHeader(evs[:1]))
-	require.Equal(t, "JobScheduled", events.LastType("JobScheduled"))
 }
 
 func TestGroupRefusals(t *testing.T) {

@@ -32,32 +32,34 @@ type Payload interface {
 	SchemaVersion() int
 }
 
-// kind is what the codec knows of one event type.
+// kind is what the codec knows of one event type: its current schema,
+// its decoder with encoding/json and its reader on the fast path.
 type kind struct {
 	schema int
 	decode func([]byte) (Payload, error)
+	scan   func(*scan) (Payload, bool)
 }
 
-func kindOf[T Payload]() kind {
+func kindOf[T Payload](scan func(*scan) (Payload, bool)) kind {
 	var zero T
-	return kind{schema: zero.SchemaVersion(), decode: decodeAs[T]}
+	return kind{schema: zero.SchemaVersion(), decode: decodeAs[T], scan: scan}
 }
 
-// kinds maps every type name to its current schema and decoder. It is the
+// kinds maps every type name to its current schema and decoders. It is the
 // single list the codec, the golden tests and the fuzzers walk.
 var kinds = map[string]kind{
-	TypeJobScheduled:         kindOf[JobScheduled](),
-	TypeAttemptCreated:       kindOf[AttemptCreated](),
-	TypeSent:                 kindOf[Sent](),
-	TypeOutcomeClassified:    kindOf[OutcomeClassified](),
-	TypeKeyRotated:           kindOf[KeyRotated](),
-	TypeDeadlineReached:      kindOf[DeadlineReached](),
-	TypeReconciled:           kindOf[Reconciled](),
-	TypeObservationStored:    kindOf[ObservationStored](),
-	TypeJobFailed:            kindOf[JobFailed](),
-	TypeJobCancelled:         kindOf[JobCancelled](),
-	TypeRepurchaseAuthorized: kindOf[RepurchaseAuthorized](),
-	TypeChargesChecked:       kindOf[ChargesChecked](),
+	TypeJobScheduled:         kindOf[JobScheduled](scanJobScheduled),
+	TypeAttemptCreated:       kindOf[AttemptCreated](scanAttemptCreated),
+	TypeSent:                 kindOf[Sent](scanSent),
+	TypeOutcomeClassified:    kindOf[OutcomeClassified](scanOutcomeClassified),
+	TypeKeyRotated:           kindOf[KeyRotated](scanKeyRotated),
+	TypeDeadlineReached:      kindOf[DeadlineReached](scanDeadlineReached),
+	TypeReconciled:           kindOf[Reconciled](scanReconciled),
+	TypeObservationStored:    kindOf[ObservationStored](scanObservationStored),
+	TypeJobFailed:            kindOf[JobFailed](scanJobFailed),
+	TypeJobCancelled:         kindOf[JobCancelled](scanJobCancelled),
+	TypeRepurchaseAuthorized: kindOf[RepurchaseAuthorized](scanRepurchaseAuthorized),
+	TypeChargesChecked:       kindOf[ChargesChecked](scanChargesChecked),
 }
 
 // Types returns every known event type name, sorted.

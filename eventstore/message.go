@@ -8,20 +8,12 @@ import (
 	"github.com/serpent-engine/serpent/events"
 )
 
-// Header names a store writes with every event besides events.HeaderType
-// and events.HeaderSchema. They are JetStream's: the event id is the
-// message id the server deduplicates on, and the expected version is the
-// optimistic concurrency check.
-const (
-	HeaderMsgID       = "Nats-Msg-Id"
-	HeaderExpectedSeq = "Nats-Expected-Last-Subject-Sequence"
-)
-
-// Message is an event as the log holds it: the encoded event and the
-// headers stored with it. Both stores build messages with EncodeAppend and
-// size them with Size, so they refuse exactly the same appends.
+// Message is what a store writes for an append: an encoded event, or a
+// group of them, and its header (events.Header). Both stores build
+// messages with EncodeAppend and Pack and size them with Size, so they
+// refuse exactly the same appends.
 type Message struct {
-	Type   string   // event type (a group's: events.JoinHeader of its types)
+	Type   string   // the HeaderType value: event types, joined for a group
 	IDs    []string // the ids of the events it holds, in order
 	Header map[string][]string
 	Data   []byte
@@ -67,13 +59,9 @@ func EncodeAppend(jobID string, expected uint64, evs []events.Event) ([]Message,
 			errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 			continue
 		}
-		h := map[string][]string{
-			HeaderMsgID:         {e.ID},
-			events.HeaderType:   {e.Type()},
-			events.HeaderSchema: {strconv.Itoa(e.Schema())},
-		}
+		h := events.Header(e)
 		if i == 0 {
-			h[HeaderExpectedSeq] = []string{strconv.FormatUint(expected, 10)}
+			h[events.HeaderExpectedSeq] = []string{strconv.FormatUint(expected, 10)}
 		}
 		msgs = append(msgs, Message{Type: e.Type(), IDs: []string{e.ID}, Header: h, Data: data})
 	}
@@ -85,32 +73,23 @@ func EncodeAppend(jobID string, expected uint64, evs []events.Event) ([]Message,
 
 // Pack returns the messages an append is written as, given the messages
 // EncodeAppend built for it: one message holding all its events
-// (events.Group; its message id the first event's, its type and schema
-// headers the events' joined by events.JoinHeader, the expected version
-// its own) when that
-// message fits in limit, msgs unchanged otherwise, to go as an atomic
-// batch. One message is all or none by itself, and on a single server it
-// costs a plain publish where a batch is first staged on disk.
+// (events.Group, events.JoinHeaders) when that message fits in limit,
+// msgs unchanged otherwise, to go as an atomic batch. One message is all
+// or none by itself, and on a single server it costs a plain publish
+// where a batch is first staged on disk.
 func Pack(msgs []Message, limit int) []Message {
 	if len(msgs) < 2 {
 		return msgs
 	}
 	bodies := make([][]byte, len(msgs))
-	types := make([]string, len(msgs))
-	schemas := make([]string, len(msgs))
+	headers := make([]map[string][]string, len(msgs))
 	var ids []string
 	for i, m := range msgs {
-		bodies[i], types[i], schemas[i] = m.Data, m.Type, first(m.Header, events.HeaderSchema)
+		bodies[i], headers[i] = m.Data, m.Header
 		ids = append(ids, m.IDs...)
 	}
-	typ := events.JoinHeader(types)
-	h := map[string][]string{
-		HeaderMsgID:         {msgs[0].ID()},
-		events.HeaderType:   {typ},
-		events.HeaderSchema: {events.JoinHeader(schemas)},
-		HeaderExpectedSeq:   msgs[0].Header[HeaderExpectedSeq],
-	}
-	packed := Message{Type: typ, IDs: ids, Header: h, Data: events.Group(bodies)}
+	h := events.JoinHeaders(headers)
+	packed := Message{Type: h[events.HeaderType][0], IDs: ids, Header: h, Data: events.Group(bodies)}
 	if packed.Size() > limit {
 		return msgs
 	}
@@ -180,23 +159,6 @@ func IDs(msgs []Message) []string {
 		out = append(out, m.IDs...)
 	}
 	return out
-}
-
-// StoredIDs lists the ids of the events a stored message holds: its
-// message id when it holds one event, the decoded ids of a group.
-func StoredIDs(header map[string][]string, data []byte) ([]string, error) {
-	if id := first(header, HeaderMsgID); id != "" && events.HeaderEvents(first(header, events.HeaderType)) == 1 {
-		return []string{id}, nil
-	}
-	evs, err := events.DecodeAll(data)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(evs))
-	for i, e := range evs {
-		ids[i] = e.ID
-	}
-	return ids, nil
 }
 
 // Landing is how the messages found after an append's expected version

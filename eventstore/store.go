@@ -1,7 +1,11 @@
-// Package store holds what every event store of serpent shares: the errors
-// callers act on. The JetStream store lives in package nats, the strict
-// in-memory fake in eventstore/memstore, and the conformance suite both must
-// pass in eventstore/storetest.
+// Package eventstore is the event store port: the errors callers act on,
+// how an append becomes the messages a store writes (EncodeAppend, Pack,
+// CheckSize), how a group commit is planned into atomic batches
+// (PlanBatches) and how a re-read tells whether an append landed (Match).
+// The bytes of those messages, bodies and headers, are package events'.
+// The JetStream store lives in package nats, the strict in-memory fake in
+// eventstore/memstore, and the conformance suite both must pass in
+// eventstore/storetest.
 //
 // A job's version, as a store sees it, is an opaque position: the sequence
 // of the job's last event in the log, 0 when the job has no events. Append

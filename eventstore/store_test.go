@@ -28,10 +28,10 @@ func TestEncodeAppend(t *testing.T) {
 	msgs, err := eventstore.EncodeAppend(job, 42, []events.Event{event(id1, 1), event(id2, 2)})
 	require.NoError(t, err)
 	require.Len(t, msgs, 2)
-	require.Equal(t, []string{"42"}, msgs[0].Header[eventstore.HeaderExpectedSeq], "expected version on the first message")
-	require.NotContains(t, msgs[1].Header, eventstore.HeaderExpectedSeq, "and only there")
+	require.Equal(t, []string{"42"}, msgs[0].Header[events.HeaderExpectedSeq], "expected version on the first message")
+	require.NotContains(t, msgs[1].Header, events.HeaderExpectedSeq, "and only there")
 	for i, m := range msgs {
-		require.Equal(t, []string{m.ID()}, m.Header[eventstore.HeaderMsgID])
+		require.Equal(t, []string{m.ID()}, m.Header[events.HeaderMsgID])
 		require.Equal(t, []string{events.TypeJobCancelled}, m.Header[events.HeaderType])
 		require.Equal(t, []string{"1"}, m.Header[events.HeaderSchema])
 		evs, err := eventstore.DecodeMessage(job, uint64(i+1), m.Header, m.Data)
@@ -49,8 +49,8 @@ func TestPack(t *testing.T) {
 	packed := eventstore.Pack(msgs, 1<<20)
 	require.Len(t, packed, 1, "two events that fit go as one message")
 	m := packed[0]
-	require.Equal(t, []string{id1}, m.Header[eventstore.HeaderMsgID], "under the first event's id")
-	require.Equal(t, []string{"42"}, m.Header[eventstore.HeaderExpectedSeq])
+	require.Equal(t, []string{id1}, m.Header[events.HeaderMsgID], "under the first event's id")
+	require.Equal(t, []string{"42"}, m.Header[events.HeaderExpectedSeq])
 	require.Equal(t, []string{events.TypeJobCancelled + "," + events.TypeJobCancelled}, m.Header[events.HeaderType])
 	require.Equal(t, []string{"1,1"}, m.Header[events.HeaderSchema])
 	require.Equal(t, id1, m.ID())
@@ -120,9 +120,9 @@ func TestDecodeMessageCorrupt(t *testing.T) {
 	}{
 		{"garbage", job, nil, []byte("{{")},
 		{"other job", "job-2", nil, good},
-		{"other message id", job, map[string][]string{eventstore.HeaderMsgID: {id2}}, good},
+		{"other message id", job, map[string][]string{events.HeaderMsgID: {id2}}, good},
 		{"other type header", job, map[string][]string{events.HeaderType: {"Sent"}}, good},
-		{"a group under another id", job, map[string][]string{eventstore.HeaderMsgID: {id2}}, group(event(id1, 1), event(id2, 2))},
+		{"a group under another id", job, map[string][]string{events.HeaderMsgID: {id2}}, group(event(id1, 1), event(id2, 2))},
 		{"a group with one type in its header", job, map[string][]string{events.HeaderType: {events.TypeJobCancelled}}, group(event(id1, 1), event(id2, 2))},
 		{"a group with a gap in its versions", job, nil, group(event(id1, 1), event(id2, 3))},
 		{"a group of one", job, nil, []byte("[" + string(good) + "]")},

@@ -33,9 +33,7 @@ func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event) 
 	if err != nil {
 		return nil, err
 	}
-	if !s.opts.EventPerMessage {
-		msgs = eventstore.Pack(msgs, s.MaxMessageSize())
-	}
+	msgs = eventstore.Pack(msgs, s.MaxMessageSize())
 	if err := eventstore.CheckSize(jobID, msgs, s.MaxMessageSize()); err != nil {
 		return nil, err
 	}

@@ -17,12 +17,12 @@
 //     headers Nats-Msg-Id (the first event's id),
 //     Nats-Expected-Last-Subject-Sequence (expected), Serpent-Event-Type
 //     and Serpent-Event-Schema (a group's types and schemas joined by
-//     commas), when that message fits (store.Pack);
-//   - several events too large for one message, or any several with
-//     EventStoreOptions.EventPerMessage, as one JetStream atomic batch of
-//     a message per event (all or none, at consecutive sequences), with
-//     the expected sequence on the first message (the server refuses it on
-//     later messages of the same subject) and a Nats-Msg-Id on every one.
+//     commas), when that message fits (eventstore.Pack);
+//   - several events too large for one message as one JetStream atomic
+//     batch of a message per event (all or none, at consecutive
+//     sequences), with the expected sequence on the first message (the
+//     server refuses it on later messages of the same subject) and a
+//     Nats-Msg-Id on every one.
 //
 // Before anything is sent the append is checked: every event belongs to the
 // job, encodes, has an id not used twice in the append and a version one
@@ -35,7 +35,7 @@
 // settle the outcome is never taken at its word: the store re-reads the
 // job from the stream leader and finds out whether its own events are the
 // ones right after the expected version, in whichever form they were
-// written (store.Match).
+// written (eventstore.Match).
 //
 //   - acknowledged: done, the version is the acknowledged sequence;
 //   - "wrong last sequence" (10071): if the events after expected are ours,

@@ -31,13 +31,6 @@ type EventStoreOptions struct {
 	// one message each needs no batch to stay all or none per job, and a
 	// small one is cheaper as plain messages (see AppendMany).
 	PipelineMax int
-	// EventPerMessage writes every event as a message of its own, and an
-	// append of several events as an atomic batch of them, as releases
-	// before groups did, instead of one message holding the append's
-	// events (store.Pack). Those releases cannot read a group: set it for
-	// a rolling upgrade, until no engine, audit or other reader of that
-	// age reads the log. Every release since reads both forms.
-	EventPerMessage bool
 	// MaxAttempts bounds the publishes of one append whose outcome stays
 	// unclear; default 8.
 	MaxAttempts int

@@ -77,54 +77,34 @@ func TestSmallGroupCommitsArePlainMessages(t *testing.T) {
 	}
 }
 
-// TestGroupsAndEventPerMessage: an append of several events is one
-// message holding them (its headers name them all); with EventPerMessage
-// it is an atomic batch of a message per event, as releases before
-// groups wrote it. A job whose log holds both forms loads whole, and
-// either store retries and extends it.
-func TestGroupsAndEventPerMessage(t *testing.T) {
-	srv, grouping := setup(t)
+// TestAppendIsOneMessage: an append of several events is one plain
+// message holding them, its headers naming them all, and a retry of it is
+// known. (eventstore/storetest's GroupLimit writes the other form, an
+// atomic batch of a message per event, into the same job.)
+func TestAppendIsOneMessage(t *testing.T) {
+	srv, s := setup(t)
 	ctx := context.Background()
 	stream, err := srv.JS.Stream(ctx, nats.EventStream)
 	require.NoError(t, err)
-	perEvent, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{EventPerMessage: true})
-	require.NoError(t, err)
 
 	job := storetest.NewJobID()
-	first := storetest.NewEvents(job, 1, 3)
-	v1, err := grouping.Append(ctx, job, 0, first...)
+	evs := storetest.NewEvents(job, 1, 3)
+	v, err := s.Append(ctx, job, 0, evs...)
 	require.NoError(t, err)
-	m, err := stream.GetMsg(ctx, v1)
+	m, err := stream.GetMsg(ctx, v)
 	require.NoError(t, err)
-	require.Equal(t, events.TypeHeader(first), m.Header.Get(events.HeaderType))
-	require.Equal(t, first[0].ID, m.Header.Get(eventstore.HeaderMsgID))
+	require.Equal(t, events.TypeHeader(evs), m.Header.Get(events.HeaderType))
+	require.Equal(t, evs[0].ID, m.Header.Get(events.HeaderMsgID))
 	require.Empty(t, m.Header.Get("Nats-Batch-Id"), "one plain message")
 	got, err := events.DecodeAll(m.Data)
 	require.NoError(t, err)
-	require.Equal(t, first, got)
+	require.Equal(t, evs, got)
 
-	second := storetest.NewEvents(job, 4, 3)
-	v2, err := perEvent.Append(ctx, job, v1, second...)
+	loaded, lv, err := s.Load(ctx, job)
 	require.NoError(t, err)
-	require.Equal(t, v1+3, v2, "a message per event")
-	for i, e := range second {
-		m, err := stream.GetMsg(ctx, v1+1+uint64(i))
-		require.NoError(t, err)
-		require.Equal(t, e.Type(), m.Header.Get(events.HeaderType))
-		require.Equal(t, e.ID, m.Header.Get(eventstore.HeaderMsgID))
-		require.NotEmpty(t, m.Header.Get("Nats-Batch-Id"), "in an atomic batch")
-	}
-
-	for _, s := range []*nats.EventStore{grouping, perEvent} {
-		evs, v, err := s.Load(ctx, job)
-		require.NoError(t, err)
-		require.Equal(t, v2, v)
-		require.Equal(t, append(append([]events.Event{}, first...), second...), evs)
-		again, err := s.Append(ctx, job, 0, first...)
-		require.NoError(t, err, "a retry of the group is known")
-		require.Equal(t, v1, again)
-		again, err = s.Append(ctx, job, v1, second...)
-		require.NoError(t, err, "a retry of the batch is known")
-		require.Equal(t, v2, again)
-	}
+	require.Equal(t, v, lv)
+	require.Equal(t, evs, loaded)
+	again, err := s.Append(ctx, job, 0, evs...)
+	require.NoError(t, err, "a retry of the group is known")
+	require.Equal(t, v, again)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 )
 
@@ -75,7 +76,7 @@ func acked(msg *natsgo.Msg, ack *jetstream.PubAck, err error) answer {
 		return answer{out: out, err: err}
 	case ack.Duplicate:
 		return answer{seq: ack.Sequence, out: duplicate,
-			err: fmt.Errorf("the server already has message id %s at sequence %d", msg.Header.Get(eventstore.HeaderMsgID), ack.Sequence)}
+			err: fmt.Errorf("the server already has message id %s at sequence %d", msg.Header.Get(events.HeaderMsgID), ack.Sequence)}
 	}
 	return answer{seq: ack.Sequence, out: written}
 }

@@ -9,6 +9,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 )
 
@@ -25,7 +26,7 @@ const (
 // messages after expected from the stream leader (direct gets may be
 // served by a replica that is behind): it landed when the events right
 // after expected are its events, whatever form they were written in
-// (store.Match; part of a group is not the whole). It returns the
+// (eventstore.Match; part of a group is not the whole). It returns the
 // sequence of the message holding our last event when it landed.
 func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64, msgs []eventstore.Message) (uint64, landing, error) {
 	subj := s.subject(jobID)
@@ -54,7 +55,7 @@ func (s *EventStore) resolve(ctx context.Context, jobID string, expected uint64,
 			// read racing the write. Look again later.
 			return 0, unchanged, fmt.Errorf("only %d of the %d events appended to job %s are readable yet", countIDs(found), len(want), jobID)
 		}
-		ids, err := eventstore.StoredIDs(got.Header, got.Data)
+		ids, err := events.MessageIDs(got.Header, got.Data)
 		if err != nil {
 			return 0, moved, nil // not ours: ours decode
 		}

@@ -9,7 +9,4 @@
 //
 // The value formats are public, documented field by field in
 // docs/projections.md, for dashboards and the nats CLI.
-//
-// Decode and DecodeLight read encoded events exactly as events.Decode
-// does, several times faster, for replays of long logs.
 package projections

@@ -104,7 +104,7 @@ func (s *Store) forget(now time.Time) {
 }
 
 // landed reports whether the events right after expected on the job are
-// those of msgs, whatever form they were written in (store.Match), and
+// those of msgs, whatever form they were written in (eventstore.Match), and
 // the sequence of the message holding the last of them.
 func landed(job []stored, expected uint64, msgs []eventstore.Message) (uint64, bool) {
 	want := eventstore.IDs(msgs)

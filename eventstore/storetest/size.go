@@ -88,7 +88,7 @@ func testGroupLimit(t *testing.T, s Store) {
 }
 
 // sizedAppend builds n events of a new job, event big of which takes
-// exactly size bytes in the log as store.CheckSize counts them.
+// exactly size bytes in the log as eventstore.CheckSize counts them.
 func sizedAppend(t *testing.T, job string, n, big, size int) []events.Event {
 	t.Helper()
 	evs := NewEvents(job, 1, n)

@@ -18,7 +18,7 @@
 //     stale version wins over a duplicate id: that is ErrConcurrency.
 //   - Several events are written all or none, at consecutive sequences.
 //   - A message larger than the limit (headers included, see
-//     store.CheckSize) fails with eventstore.ErrTooLarge naming job, type, size
+//     eventstore.CheckSize) fails with eventstore.ErrTooLarge naming job, type, size
 //     and limit; one exactly at the limit is written.
 //   - An invalid append (another job's event, a bad envelope, versions not
 //     following on, no events) fails with eventstore.ErrInvalid.

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
@@ -184,7 +183,7 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 			seen = meta.Sequence.Stream
 		}
 		evs += events.HeaderEvents(msg.Headers().Get(events.HeaderType))
-		if msg.Headers().Get(eventstore.HeaderExpectedSeq) != "" {
+		if msg.Headers().Get(events.HeaderExpectedSeq) != "" {
 			appends++
 		}
 	}

@@ -26,7 +26,7 @@ import (
 // the engine would have written them: the events aggregate.Decide gives
 // for a job scheduled, sent and answered (a success, a lost reply resent
 // with the same key, a 408 and a new key, or a confirmed failure), one
-// append per decision, encoded by store.EncodeAppend (type and schema
+// append per decision, encoded by eventstore.EncodeAppend (type and schema
 // headers, the expected last subject sequence on the first message of
 // each append) on the job's subject. A thousand jobs are interleaved at a
 // time, as a busy engine interleaves them.
@@ -137,7 +137,7 @@ func (s *benchSeeder) job(ids *seedIDs, i int) (seedJob, error) {
 		for k, m := range msgs {
 			h := natsgo.Header(m.Header)
 			if !s.msgIDs {
-				delete(h, eventstore.HeaderMsgID)
+				delete(h, events.HeaderMsgID)
 			}
 			wire[k] = &natsgo.Msg{Subject: subject, Header: h, Data: m.Data}
 		}
@@ -301,7 +301,7 @@ func (s *benchSeeder) seed(ctx context.Context, js jetstream.JetStream, from, to
 				}
 				more = true
 				app := j.appends[round]
-				app[0].Header[eventstore.HeaderExpectedSeq] = []string{strconv.FormatUint(j.last, 10)}
+				app[0].Header[events.HeaderExpectedSeq] = []string{strconv.FormatUint(j.last, 10)}
 				for _, m := range app {
 					fut, err := js.PublishMsgAsync(m)
 					if err != nil {

@@ -89,7 +89,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	cleanup = append(cleanup, clock.Close)
-	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log, EventPerMessage: !f.eventGroups})
+	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log})
 	if err != nil {
 		return err
 	}

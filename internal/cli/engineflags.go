@@ -29,7 +29,6 @@ type engineFlags struct {
 
 	workers     int
 	groupCommit bool
-	eventGroups bool
 	intakeConc  int
 	httpAddr    string
 	grace       time.Duration
@@ -63,7 +62,6 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.IntVar(&f.workers, "workers", 64, "due jobs this process works on at once (at least 1)")
 	fs.IntVar(&f.intakeConc, "intake-concurrency", 64, "schedule commands handled at once, at least 1 (a new job due now is run by intake itself)")
 	fs.BoolVar(&f.groupCommit, "group-commit", true, "write appends of concurrent jobs together in atomic batches (one disk flush for many)")
-	fs.BoolVar(&f.eventGroups, "event-groups", true, "write the events of one append as one message; false writes a message per event, for a rolling upgrade from a release that cannot read such groups")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of the status page, /metrics, /healthz and /readyz (empty: none)")
 	f.ops.register(fs)
 	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")

@@ -56,7 +56,7 @@ func (o AuditOptions) prefix() string { return Config{Filter: o.Filter}.subjectP
 //
 // It is built to replay millions of events quickly in little memory:
 // one goroutine takes messages off an ordered consumer while the others
-// decode chunks of them (projections.DecodeLight), and a job is checked,
+// decode chunks of them (events.DecodeMessageLight), and a job is checked,
 // and its history let go, as soon as an event finishes it. The rare job
 // that has events after that (an authorised re-purchase, or a broken
 // log) is read again by its subject and checked whole at the end.

@@ -17,7 +17,6 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
@@ -195,7 +194,7 @@ func benchLog(b *testing.B, n int, sync time.Duration) *natstest.Server {
 				}
 				m := natsgo.NewMsg(snats.EventSubjectPrefix + e.JobID)
 				m.Data = j[k]
-				m.Header.Set(eventstore.HeaderMsgID, e.ID)
+				m.Header.Set(events.HeaderMsgID, e.ID)
 				m.Header.Set(events.HeaderType, e.Type())
 				if _, err := srv.JS.PublishMsgAsync(m); err != nil {
 					b.Fatal(err)

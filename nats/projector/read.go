@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/projections"
 )
@@ -25,28 +26,26 @@ type Message struct {
 	Time    time.Time
 }
 
-// DecodeEvents reads the events of a message strictly
-// (projections.DecodeAll, as events.DecodeAll) and checks they belong
-// where they are stored: the job its subject names, under the first
-// one's message id and their types' header (store.CheckStored). A message
-// holds one event, or the group of an append written as one message; the
-// records of a group share the message's sequence. Without a subject (a
-// recorded log) only the events are read. light leaves results out
-// (projections.DecodeLight). Errors are *eventstore.CorruptError. prefix is
+// DecodeEvents reads the events of a message strictly and checks they
+// belong where they are stored: the job its subject names, and its header
+// (events.DecodeMessage). A message holds one event, or the group of an
+// append written as one message; the records of a group share the
+// message's sequence. Without a subject (a recorded log) only the events
+// and the header are read. light leaves results out
+// (events.DecodeMessageLight). Errors are *eventstore.CorruptError. prefix is
 // what comes before the job id in the subject (for SERP_EVENTS,
 // snats.EventSubjectPrefix). The runner, the audit and the metrics' fold
 // (metrics.Follow) all read the log with it, so they agree on what is an
 // event.
 func DecodeEvents(prefix string, m Message, light bool) ([]projections.Record, error) {
 	jobID := strings.TrimPrefix(m.Subject, prefix)
-	evs, err := projections.DecodeAll(m.Data, light)
-	if err != nil {
-		return nil, &eventstore.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
+	decode := events.DecodeMessage
+	if light {
+		decode = events.DecodeMessageLight
 	}
-	if e := evs[0]; m.Subject != "" && e.JobID != jobID {
-		err = fmt.Errorf("event %s of job %s is stored on %s", e.ID, e.JobID, m.Subject)
-	} else {
-		err = eventstore.CheckStored("", m.Header, evs)
+	evs, err := decode(m.Header, m.Data)
+	if err == nil && m.Subject != "" && evs[0].JobID != jobID {
+		err = fmt.Errorf("event %s of job %s is stored on %s", evs[0].ID, evs[0].JobID, m.Subject)
 	}
 	if err != nil {
 		return nil, &eventstore.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}

@@ -1,25 +1,24 @@
-package projections
+package events
 
-import "github.com/serpent-engine/serpent/events"
+// The fast path's reader of each payload type at its current schema,
+// member for member as types.go declares them. An unknown member, or
+// anything else a reader is unsure of, sends the event to decodeJSON.
 
-// One reader per payload type, member for member as the events package
-// declares them (an unknown member sends the event to events.Decode).
-
-func decodeJobScheduled(s *scan) (events.Payload, bool) {
-	var p events.JobScheduled
+func scanJobScheduled(s *scan) (Payload, bool) {
+	var p JobScheduled
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
 		case "slot":
 			return seen.first(0) && s.time(&p.Slot)
 		case "search":
-			return seen.first(1) && decodeSearch(s, &p.Search)
+			return seen.first(1) && scanSearch(s, &p.Search)
 		case "body":
 			return seen.first(2) && s.str(&p.Body)
 		case "body_sha256":
 			return seen.first(3) && s.str(&p.BodySHA256)
 		case "policy":
-			return seen.first(4) && decodePolicy(s, &p.Policy)
+			return seen.first(4) && scanPolicy(s, &p.Policy)
 		case "not_before":
 			return seen.first(5) && s.time(&p.NotBefore)
 		case "account":
@@ -34,7 +33,7 @@ func decodeJobScheduled(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeSearch(s *scan, p *events.SearchContext) bool {
+func scanSearch(s *scan, p *SearchContext) bool {
 	var seen once
 	return s.object(func(k []byte) bool {
 		switch string(k) {
@@ -53,7 +52,7 @@ func decodeSearch(s *scan, p *events.SearchContext) bool {
 	})
 }
 
-func decodePolicy(s *scan, p *events.RetryPolicy) bool {
+func scanPolicy(s *scan, p *RetryPolicy) bool {
 	var seen once
 	return s.object(func(k []byte) bool {
 		switch string(k) {
@@ -80,8 +79,8 @@ func decodePolicy(s *scan, p *events.RetryPolicy) bool {
 	})
 }
 
-func decodeAttemptCreated(s *scan) (events.Payload, bool) {
-	var p events.AttemptCreated
+func scanAttemptCreated(s *scan) (Payload, bool) {
+	var p AttemptCreated
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -97,8 +96,8 @@ func decodeAttemptCreated(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeSent(s *scan) (events.Payload, bool) {
-	var p events.Sent
+func scanSent(s *scan) (Payload, bool) {
+	var p Sent
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -120,8 +119,8 @@ func decodeSent(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeOutcomeClassified(s *scan) (events.Payload, bool) {
-	var p events.OutcomeClassified
+func scanOutcomeClassified(s *scan) (Payload, bool) {
+	var p OutcomeClassified
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -157,8 +156,8 @@ func decodeOutcomeClassified(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeKeyRotated(s *scan) (events.Payload, bool) {
-	var p events.KeyRotated
+func scanKeyRotated(s *scan) (Payload, bool) {
+	var p KeyRotated
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -180,8 +179,8 @@ func decodeKeyRotated(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeDeadlineReached(s *scan) (events.Payload, bool) {
-	var p events.DeadlineReached
+func scanDeadlineReached(s *scan) (Payload, bool) {
+	var p DeadlineReached
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -197,7 +196,7 @@ func decodeDeadlineReached(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeLedgerEntry(s *scan, p *events.LedgerEntry) bool {
+func scanLedgerEntry(s *scan, p *LedgerEntry) bool {
 	var seen once
 	return s.object(func(k []byte) bool {
 		switch string(k) {
@@ -218,8 +217,24 @@ func decodeLedgerEntry(s *scan, p *events.LedgerEntry) bool {
 	})
 }
 
-func decodeReconciled(s *scan) (events.Payload, bool) {
-	var p events.Reconciled
+// scanEntries reads a list of ledger entries; [] gives an empty, non-nil
+// slice as encoding/json does.
+func scanEntries(s *scan, v *[]LedgerEntry) bool {
+	out := []LedgerEntry{}
+	_, ok := s.array(func() bool {
+		var en LedgerEntry
+		if !scanLedgerEntry(s, &en) {
+			return false
+		}
+		out = append(out, en)
+		return true
+	})
+	*v = out
+	return ok
+}
+
+func scanReconciled(s *scan) (Payload, bool) {
+	var p Reconciled
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -228,19 +243,7 @@ func decodeReconciled(s *scan) (events.Payload, bool) {
 		case "request_ids":
 			return seen.first(1) && s.strings(&p.RequestIDs)
 		case "entries":
-			if !seen.first(2) {
-				return false
-			}
-			p.Entries = []events.LedgerEntry{}
-			_, ok := s.array(func() bool {
-				var en events.LedgerEntry
-				if !decodeLedgerEntry(s, &en) {
-					return false
-				}
-				p.Entries = append(p.Entries, en)
-				return true
-			})
-			return ok
+			return seen.first(2) && scanEntries(s, &p.Entries)
 		case "charges":
 			return seen.first(3) && s.int(&p.Charges)
 		case "verdict":
@@ -253,8 +256,8 @@ func decodeReconciled(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeObservationStored(s *scan) (events.Payload, bool) {
-	var p events.ObservationStored
+func scanObservationStored(s *scan) (Payload, bool) {
+	var p ObservationStored
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -276,8 +279,29 @@ func decodeObservationStored(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeJobFailed(s *scan) (events.Payload, bool) {
-	var p events.JobFailed
+func scanChargesChecked(s *scan) (Payload, bool) {
+	var p ChargesChecked
+	var seen once
+	ok := s.object(func(k []byte) bool {
+		switch string(k) {
+		case "key":
+			return seen.first(0) && s.str(&p.Key)
+		case "request_ids":
+			return seen.first(1) && s.strings(&p.RequestIDs)
+		case "entries":
+			return seen.first(2) && scanEntries(s, &p.Entries)
+		case "charges":
+			return seen.first(3) && s.int(&p.Charges)
+		case "verdict":
+			return seen.first(4) && s.str(&p.Verdict)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func scanJobFailed(s *scan) (Payload, bool) {
+	var p JobFailed
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -299,8 +323,8 @@ func decodeJobFailed(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeJobCancelled(s *scan) (events.Payload, bool) {
-	var p events.JobCancelled
+func scanJobCancelled(s *scan) (Payload, bool) {
+	var p JobCancelled
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {
@@ -316,8 +340,8 @@ func decodeJobCancelled(s *scan) (events.Payload, bool) {
 	return p, ok
 }
 
-func decodeRepurchaseAuthorized(s *scan) (events.Payload, bool) {
-	var p events.RepurchaseAuthorized
+func scanRepurchaseAuthorized(s *scan) (Payload, bool) {
+	var p RepurchaseAuthorized
 	var seen once
 	ok := s.object(func(k []byte) bool {
 		switch string(k) {

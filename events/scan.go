@@ -1,4 +1,4 @@
-package projections
+package events
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/internal/jsonraw"
 )
 
@@ -15,7 +14,7 @@ import (
 // Every method returns false on input it is not certain to read exactly as
 // encoding/json would (escapes it does not handle, null, duplicate or
 // unknown members, numbers that are not plain integers); the caller then
-// hands the whole event to events.Decode.
+// hands the whole event to decodeJSON.
 type scan struct {
 	jsonraw.Cursor
 	// light drops results after checking them (DecodeLight).
@@ -239,8 +238,8 @@ func (s *scan) time(v *time.Time) bool {
 	return v.UnmarshalJSON(s.B[start:s.I]) == nil
 }
 
-// duration reads an events.Duration as its UnmarshalText does.
-func (s *scan) duration(v *events.Duration) bool {
+// duration reads an Duration as its UnmarshalText does.
+func (s *scan) duration(v *Duration) bool {
 	b, ok := s.plainString()
 	return ok && v.UnmarshalText(b) == nil
 }
@@ -277,7 +276,7 @@ func (s *scan) raw(v *json.RawMessage) bool {
 }
 
 // once marks member i as read, refusing a second one: encoding/json keeps
-// the last of duplicate members, which events.Decode will do instead.
+// the last of duplicate members, which decodeJSON will do instead.
 type once uint32
 
 func (o *once) first(i int) bool {
