@@ -21,10 +21,10 @@ import (
 
 // ErrConcurrency means the job has events the caller did not see: another
 // writer got there first. Reload the job, decide again.
-var ErrConcurrency = errors.New("store: the job changed since it was loaded")
+var ErrConcurrency = errors.New("eventstore: the job changed since it was loaded")
 
 // ErrTooLarge means an event does not fit in one message of the log.
-var ErrTooLarge = errors.New("store: event is larger than the log accepts")
+var ErrTooLarge = errors.New("eventstore: event is larger than the log accepts")
 
 // ErrDuplicate means an event id of the append is already in the log (in
 // any job) somewhere other than right after the expected version, or
@@ -32,17 +32,17 @@ var ErrTooLarge = errors.New("store: event is larger than the log accepts")
 // so this is a bug in the caller: retrying the same append cannot help.
 // The log remembers ids for its duplicate window (two minutes on
 // JetStream); an id older than that is not recognised.
-var ErrDuplicate = errors.New("store: event id is already in the log")
+var ErrDuplicate = errors.New("eventstore: event id is already in the log")
 
 // ErrInvalid means the append itself is wrong (an event of another job, a
 // malformed envelope, versions that do not follow on). Nothing was written.
-var ErrInvalid = errors.New("store: invalid append")
+var ErrInvalid = errors.New("eventstore: invalid append")
 
 // ErrUnknownOutcome means the store could not find out whether an append
 // was written (the server did not answer, or did not answer in time). The
 // append is idempotent: repeat it with the same events and the same
 // expected version, or reload the job and decide again.
-var ErrUnknownOutcome = errors.New("store: outcome of the append is unknown")
+var ErrUnknownOutcome = errors.New("eventstore: outcome of the append is unknown")
 
 // CorruptError names an event in the log that cannot be read. It is never
 // fixed by retrying; an operator has to look.
@@ -53,7 +53,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("store: event at sequence %d of job %s is unreadable: %v", e.Seq, e.JobID, e.Err)
+	return fmt.Sprintf("eventstore: event at sequence %d of job %s is unreadable: %v", e.Seq, e.JobID, e.Err)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
