@@ -21,6 +21,13 @@ func TestEachSubject(t *testing.T) {
 	_, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "MANY", Subjects: []string{"many.>"}, Storage: jetstream.MemoryStorage})
 	require.NoError(t, err)
 	const n = 100_123
+	settle := func() { // a few thousand at a time: a busy machine would stall more
+		select {
+		case <-srv.JS.PublishAsyncComplete():
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
 	for i := range n {
 		_, err := srv.JS.PublishAsync(fmt.Sprintf("many.a.%d", i), nil)
 		require.NoError(t, err)
@@ -28,12 +35,11 @@ func TestEachSubject(t *testing.T) {
 			_, err = srv.JS.PublishAsync(fmt.Sprintf("many.b.%d", i), nil)
 			require.NoError(t, err)
 		}
+		if i%2000 == 1999 {
+			settle()
+		}
 	}
-	select {
-	case <-srv.JS.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	}
+	settle()
 
 	seen := make(map[string]int, n)
 	require.NoError(t, nats.EachSubject(ctx, srv.JS, "MANY", "many.a.>", func(s string) { seen[s]++ }))
