@@ -10,11 +10,13 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // A checkpoint larger than a part (512 KB, or half the server's
@@ -27,6 +29,29 @@ import (
 // it as it was; its parts are purged by a later write. The parts of one
 // write have a key of their own, so two engines writing at once never mix
 // theirs.
+
+// checkpointHead is what a checkpoint says of itself, read without the
+// jobs it holds. The value under the key tally is a whole checkpoint
+// (projections.Tally.Checkpoint), or only its head: no Format, the whole
+// one's in PartsFormat, and the Parts that hold the whole one. A version
+// that knows nothing of parts thus refuses a head rather than take it for
+// a whole checkpoint.
+type checkpointHead struct {
+	Format      int              `json:"format,omitempty"`
+	PartsFormat int              `json:"parts_format,omitempty"`
+	Log         time.Time        `json:"log"`
+	Seq         uint64           `json:"seq"`
+	Forget      bool             `json:"forget"`
+	Parts       *checkpointParts `json:"parts,omitempty"`
+}
+
+// format is the format of the checkpoint h is the head of.
+func (h checkpointHead) format() int {
+	if h.Parts != nil {
+		return h.PartsFormat
+	}
+	return h.Format
+}
 
 // checkpointParts names the parts of a checkpoint written in parts.
 type checkpointParts struct {
@@ -76,10 +101,10 @@ func writeParts(ctx context.Context, kv jetstream.KeyValue, b []byte, seq uint64
 
 // readParts reads the parts p names back into one checkpoint. A part
 // missing is errPartMissing; parts that are not what the head says (their
-// length or their sum) an ErrCheckpoint.
+// length or their sum) an projections.ErrTallyCheckpoint.
 func readParts(ctx context.Context, kv jetstream.KeyValue, p checkpointParts) ([]byte, error) {
-	if p.N <= 0 || p.Bytes < p.N || p.Bytes > checkpointLimit {
-		return nil, fmt.Errorf("%w: %d parts of %d bytes", ErrCheckpoint, p.N, p.Bytes)
+	if p.N <= 0 || p.Bytes < p.N || p.Bytes > projections.MaxTallyCheckpointBytes {
+		return nil, fmt.Errorf("%w: %d parts of %d bytes", projections.ErrTallyCheckpoint, p.N, p.Bytes)
 	}
 	b := make([]byte, 0, p.Bytes)
 	for i := range p.N {
@@ -91,12 +116,12 @@ func readParts(ctx context.Context, kv jetstream.KeyValue, p checkpointParts) ([
 			return nil, fmt.Errorf("metrics: checkpoint part %d of %d: %w", i+1, p.N, err)
 		}
 		if len(b)+len(e.Value()) > p.Bytes {
-			return nil, fmt.Errorf("%w: its parts are longer than the %d bytes its head says", ErrCheckpoint, p.Bytes)
+			return nil, fmt.Errorf("%w: its parts are longer than the %d bytes its head says", projections.ErrTallyCheckpoint, p.Bytes)
 		}
 		b = append(b, e.Value()...)
 	}
 	if sum := sha256.Sum256(b); len(b) != p.Bytes || hex.EncodeToString(sum[:]) != p.SHA256 {
-		return nil, fmt.Errorf("%w: its parts are not the %d bytes its head says", ErrCheckpoint, p.Bytes)
+		return nil, fmt.Errorf("%w: its parts are not the %d bytes its head says", projections.ErrTallyCheckpoint, p.Bytes)
 	}
 	return b, nil
 }

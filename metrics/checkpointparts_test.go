@@ -18,6 +18,7 @@ import (
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
@@ -53,8 +54,8 @@ func (p *partsLog) write(n int) {
 }
 
 // tally is a tally that has counted the whole log.
-func (p *partsLog) tally() *metrics.Tally {
-	tl := metrics.NewTally().ForgetFinished()
+func (p *partsLog) tally() *projections.Tally {
+	tl := projections.NewTally().ForgetFinished()
 	st, err := p.srv.JS.Stream(p.t.Context(), snats.EventStream)
 	require.NoError(p.t, err)
 	p.log = st.CachedInfo().Created
@@ -73,7 +74,7 @@ func (p *partsLog) tally() *metrics.Tally {
 }
 
 // save writes tl's checkpoint, and requires it written.
-func (p *partsLog) save(tl *metrics.Tally, msgAndArgs ...any) {
+func (p *partsLog) save(tl *projections.Tally, msgAndArgs ...any) {
 	p.t.Helper()
 	saved, err := metrics.SaveCheckpoint(p.t.Context(), p.srv.JS, tl, p.log)
 	require.NoError(p.t, err, msgAndArgs...)
@@ -110,8 +111,8 @@ func (p *partsLog) parts() []string {
 }
 
 // resume is a fresh tally resumed from the checkpoint, and where from.
-func (p *partsLog) resume() (*metrics.Tally, uint64, error) {
-	tl := metrics.NewTally().ForgetFinished()
+func (p *partsLog) resume() (*projections.Tally, uint64, error) {
+	tl := projections.NewTally().ForgetFinished()
 	seq, _, err := metrics.Resume(p.t.Context(), p.srv.JS, tl)
 	return tl, seq, err
 }
@@ -215,7 +216,7 @@ func TestCheckpointPartsDamaged(t *testing.T) {
 		c.damage(func(i int) string { return fmt.Sprintf("%s.%s.%d", snats.MetricsCheckpointKey, h.Parts.ID, i) }, h.Parts.N)
 
 		tl, seq, err := p.resume()
-		require.ErrorIs(t, err, metrics.ErrCheckpoint, c.name)
+		require.ErrorIs(t, err, projections.ErrTallyCheckpoint, c.name)
 		require.ErrorContains(t, err, c.why, c.name)
 		require.Zero(t, seq, c.name)
 		require.Zero(t, tl.Seq(), c.name)
@@ -237,7 +238,7 @@ func TestCheckpointPartsRace(t *testing.T) {
 	metrics.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
-	var tallies []*metrics.Tally
+	var tallies []*projections.Tally
 	// Three tallies, each further along: a save loses the head at most
 	// twice, to the two behind it, and does not give up.
 	for range 3 {
@@ -306,7 +307,7 @@ func TestCheckpointPastTheEndRead(t *testing.T) {
 	require.Equal(t, p.last, h.Seq)
 	require.Len(t, p.parts(), h.Parts.N)
 
-	tl := metrics.NewTally().ForgetFinished()
+	tl := projections.NewTally().ForgetFinished()
 	seq, _, err := metrics.Resume(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, tl)
 	require.NoError(t, err)
 	require.Equal(t, p.last, seq)

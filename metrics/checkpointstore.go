@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // DefaultCheckpointEvery is how often KeepCheckpoint writes a tally that
@@ -23,17 +24,17 @@ const DefaultCheckpointEvery = 30 * time.Second
 // from a log made again under the same name; SaveCheckpoint and
 // KeepCheckpoint write checkpoints of that log only). The sequence is 0,
 // and t left as it was, when there is no checkpoint, or none t can take
-// (ErrCheckpoint: another format, another log, a sequence past the log's
+// (projections.ErrTallyCheckpoint: another format, another log, a sequence past the log's
 // end, a tally set otherwise, parts missing or not those the head names).
 // Follow then reads the log from there. A head whose parts are missing
 // or damaged is deleted, so that the next save writes one anew.
-func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time.Time, error) {
+func Resume(ctx context.Context, js jetstream.JetStream, t *projections.Tally) (uint64, time.Time, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
 	log, end := info.Created, logEnd(ctx, js, info)
-	t.countsLog(log) // what Follow reads from now on must be this log
+	t.CountsLog(log) // what Follow reads from now on must be this log
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return 0, log, nil
@@ -51,13 +52,13 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 		}
 		var c checkpointHead
 		if err := json.Unmarshal(e.Value(), &c); err != nil {
-			return 0, log, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+			return 0, log, fmt.Errorf("%w: %v", projections.ErrTallyCheckpoint, err)
 		}
 		if last, err := end(c.Seq); err != nil {
 			return 0, log, err
 		} else if c.Seq > last {
 			// The log ends before it: not the log it was written of.
-			return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", ErrCheckpoint, c.Seq, last)
+			return 0, log, fmt.Errorf("%w: at sequence %d, past the log's end at %d", projections.ErrTallyCheckpoint, c.Seq, last)
 		}
 		if c.Parts == nil {
 			if err := t.RestoreCheckpoint(e.Value(), log); err != nil {
@@ -65,11 +66,11 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 			}
 			return t.Seq(), log, nil
 		}
-		if err := c.refused(log, t.forgets()); err != nil {
+		if err := c.refused(log, t.Forgets()); err != nil {
 			return 0, log, err
 		}
-		if c.Parts.Bytes > checkpointLimit { // a later version's, maybe
-			return 0, log, fmt.Errorf("%w: of %d bytes, over %d", ErrCheckpoint, c.Parts.Bytes, checkpointLimit)
+		if c.Parts.Bytes > projections.MaxTallyCheckpointBytes { // a later version's, maybe
+			return 0, log, fmt.Errorf("%w: of %d bytes, over %d", projections.ErrTallyCheckpoint, c.Parts.Bytes, projections.MaxTallyCheckpointBytes)
 		}
 		b, err := readParts(ctx, kv, *c.Parts)
 		if errors.Is(err, errPartMissing) && try < 3 {
@@ -88,12 +89,12 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 			// A replica that has not stored the parts yet may have
 			// answered: the stream's leader says whether they are gone.
 			if lerr := partsAtLeader(ctx, js, *c.Parts); lerr == nil || !errors.Is(lerr, errPartMissing) {
-				return 0, log, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+				return 0, log, fmt.Errorf("%w: %v", projections.ErrTallyCheckpoint, err)
 			}
 		}
-		if errors.Is(err, errPartMissing) || errors.Is(err, ErrCheckpoint) {
+		if errors.Is(err, errPartMissing) || errors.Is(err, projections.ErrTallyCheckpoint) {
 			_ = kv.Delete(ctx, snats.MetricsCheckpointKey, jetstream.LastRevision(e.Revision()))
-			return 0, log, fmt.Errorf("%w: %v (the head is deleted, for the next save to write one anew)", ErrCheckpoint, err)
+			return 0, log, fmt.Errorf("%w: %v (the head is deleted, for the next save to write one anew)", projections.ErrTallyCheckpoint, err)
 		}
 		if err != nil {
 			return 0, log, err
@@ -110,19 +111,19 @@ func Resume(ctx context.Context, js jetstream.JetStream, t *Tally) (uint64, time
 // RestoreCheckpoint would: before its parts are read.
 func (c checkpointHead) refused(log time.Time, forget bool) error {
 	switch {
-	case c.format() != CheckpointFormat:
-		return fmt.Errorf("%w: format %d, not %d", ErrCheckpoint, c.format(), CheckpointFormat)
+	case c.format() != projections.TallyCheckpointFormat:
+		return fmt.Errorf("%w: format %d, not %d", projections.ErrTallyCheckpoint, c.format(), projections.TallyCheckpointFormat)
 	case !c.Log.Equal(log):
-		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", projections.ErrTallyCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
 	case c.Forget != forget:
-		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrCheckpoint, c.Forget)
+		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", projections.ErrTallyCheckpoint, c.Forget)
 	}
 	return nil
 }
 
 // logEnd returns the last sequence of the log info is of, which it
 // reads again when asked of a sequence past it, as it stood then: the
-// log moves on meanwhile. A log made again since is an ErrCheckpoint.
+// log moves on meanwhile. A log made again since is an projections.ErrTallyCheckpoint.
 func logEnd(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamInfo) func(seq uint64) (uint64, error) {
 	last := info.State.LastSeq
 	return func(seq uint64) (uint64, error) {
@@ -134,7 +135,7 @@ func logEnd(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamI
 			return 0, err
 		}
 		if !fresh.Created.Equal(info.Created) {
-			return 0, fmt.Errorf("%w: %s was made again meanwhile", ErrCheckpoint, snats.EventStream)
+			return 0, fmt.Errorf("%w: %s was made again meanwhile", projections.ErrTallyCheckpoint, snats.EventStream)
 		}
 		last = fresh.State.LastSeq
 		return last, nil
@@ -156,7 +157,7 @@ func logEnd(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamI
 // parts are written, so that they do not pile up); after a head is
 // written, those of the head it replaced too, when an error comes with
 // written true: the checkpoint stands.
-func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time) (bool, error) {
+func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log time.Time) (bool, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
 		return false, err
@@ -169,11 +170,11 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 	if err != nil {
 		return false, fmt.Errorf("metrics: bucket %s: %w", snats.MetricsBucket, err)
 	}
-	b, seq, err := t.checkpoint(log)
+	b, seq, err := t.Checkpoint(log)
 	if err != nil {
 		return false, err
 	}
-	forget, end := t.forgets(), logEnd(ctx, js, info)
+	forget, end := t.Forgets(), logEnd(ctx, js, info)
 	// farther reports whether the checkpoint there is one a tally could
 	// take and as far along as t's. One a tally could not take (Resume
 	// would refuse it) is written over whatever its sequence; one past
@@ -212,7 +213,7 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log t
 		parts, err := writeParts(ctx, kv, b, seq, size)
 		if err == nil {
 			keep = parts.ID
-			head, err = json.Marshal(checkpointHead{PartsFormat: CheckpointFormat, Log: log.UTC(), Seq: seq, Forget: forget, Parts: parts})
+			head, err = json.Marshal(checkpointHead{PartsFormat: projections.TallyCheckpointFormat, Log: log.UTC(), Seq: seq, Forget: forget, Parts: parts})
 		}
 		if err != nil {
 			dropParts(js, parts)
@@ -308,7 +309,7 @@ func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther f
 // an engine that starts some reading. A save that leaves the parts of
 // older checkpoints in the bucket, as they could not be purged, is logged
 // the same way.
-func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *Tally, log time.Time, from uint64, every time.Duration, logger *slog.Logger) {
+func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log time.Time, from uint64, every time.Duration, logger *slog.Logger) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

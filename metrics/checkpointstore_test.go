@@ -15,6 +15,7 @@ import (
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
@@ -43,7 +44,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		}
 	}
 	// follow counts the log into tally until it has counted it all.
-	follow := func(tally *metrics.Tally) func() {
+	follow := func(tally *projections.Tally) func() {
 		fctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -58,13 +59,13 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	}
 
 	write(0, 6)
-	first := metrics.NewTally().ForgetFinished()
+	first := projections.NewTally().ForgetFinished()
 	seq, log, err := metrics.Resume(ctx, srv.JS, first)
 	require.NoError(t, err)
 	require.Zero(t, seq, "no checkpoint yet")
 	require.False(t, log.IsZero())
 	// save writes tally's checkpoint and requires it written or not.
-	save := func(tally *metrics.Tally, written bool, msgAndArgs ...any) {
+	save := func(tally *projections.Tally, written bool, msgAndArgs ...any) {
 		t.Helper()
 		saved, err := metrics.SaveCheckpoint(ctx, srv.JS, tally, log)
 		require.NoError(t, err)
@@ -73,7 +74,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	// resumed is where a fresh tally resumes from the checkpoint.
 	resumed := func() uint64 {
 		t.Helper()
-		seq, _, err := metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
+		seq, _, err := metrics.Resume(ctx, srv.JS, projections.NewTally().ForgetFinished())
 		require.NoError(t, err)
 		return seq
 	}
@@ -83,7 +84,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	at := first.Seq()
 
 	write(6, 12)
-	second := metrics.NewTally().ForgetFinished()
+	second := projections.NewTally().ForgetFinished()
 	seq, _, err = metrics.Resume(ctx, srv.JS, second)
 	require.NoError(t, err)
 	require.Equal(t, at, seq)
@@ -92,7 +93,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.Equal(t, want, second.Counts(), "restored as it was written")
 	stop := follow(second)
 	stop()
-	whole := metrics.NewTally().ForgetFinished()
+	whole := projections.NewTally().ForgetFinished()
 	follow(whole)()
 	require.Equal(t, whole.Counts(), second.Counts())
 	require.Equal(t, 4, second.Counts().Jobs[aggregate.StatusSending], "the jobs in flight, two of them restored")
@@ -112,14 +113,14 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.NotEqual(t, string(e.Value()), ahead)
 	_, err = kv.Put(ctx, snats.MetricsCheckpointKey, []byte(ahead))
 	require.NoError(t, err)
-	_, _, err = metrics.Resume(ctx, srv.JS, metrics.NewTally().ForgetFinished())
-	require.ErrorIs(t, err, metrics.ErrCheckpoint)
+	_, _, err = metrics.Resume(ctx, srv.JS, projections.NewTally().ForgetFinished())
+	require.ErrorIs(t, err, projections.ErrTallyCheckpoint)
 	require.ErrorContains(t, err, "past the log's end")
 	// One no tally could take is written over, even by a tally behind it.
 	save(second, true)
 	require.Equal(t, last, resumed())
 	// So is one of a tally that remembers every job.
-	full := metrics.NewTally()
+	full := projections.NewTally()
 	follow(full)()
 	save(full, true)
 	save(first, true, "the one there is a tally's that remembers every job")
@@ -133,9 +134,9 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, second, log)
 	require.ErrorContains(t, err, "made again")
 	require.False(t, saved)
-	fresh := metrics.NewTally().ForgetFinished()
+	fresh := projections.NewTally().ForgetFinished()
 	_, newLog, err := metrics.Resume(ctx, srv.JS, fresh)
-	require.ErrorIs(t, err, metrics.ErrCheckpoint)
+	require.ErrorIs(t, err, projections.ErrTallyCheckpoint)
 	require.Zero(t, fresh.Seq())
 	require.False(t, newLog.Equal(log))
 }
@@ -150,7 +151,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
-	tally := metrics.NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	from, log, err := metrics.Resume(ctx, srv.JS, tally)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -170,7 +171,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	v, err := st.Append(ctx, j.S.JobID, 0, j.Log...)
 	require.NoError(t, err)
 	restoredAt := func() error {
-		fresh := metrics.NewTally().ForgetFinished()
+		fresh := projections.NewTally().ForgetFinished()
 		seq, _, err := metrics.Resume(ctx, srv.JS, fresh)
 		if err != nil {
 			return err
@@ -207,5 +208,5 @@ func TestKeepCheckpoint(t *testing.T) {
 	require.NoError(t, restoredAt(), "written on the way out")
 	e, err := kv.Get(ctx, snats.MetricsCheckpointKey)
 	require.NoError(t, err)
-	require.Contains(t, string(e.Value()), fmt.Sprintf(`"format":%d`, metrics.CheckpointFormat))
+	require.Contains(t, string(e.Value()), fmt.Sprintf(`"format":%d`, projections.TallyCheckpointFormat))
 }

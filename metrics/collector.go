@@ -8,6 +8,7 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // lagTimeout bounds the lag read, and the read of the log's last
@@ -17,7 +18,7 @@ const lagTimeout = 2 * time.Second
 // logCollector turns the Tally, the log's last sequence and the
 // projections' lag into metrics at scrape time.
 type logCollector struct {
-	tally   *Tally
+	tally   *projections.Tally
 	lag     func(ctx context.Context) (projector.Lag, error)
 	lastSeq func(ctx context.Context) (uint64, error)
 }

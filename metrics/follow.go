@@ -27,7 +27,7 @@ import (
 // replica behind the leader answered), is tried again, from that event.
 // Follow notes where the log ends when it starts (CatchUpTo), so that t
 // tells when it has counted the log as it stood then. log may be nil.
-func Follow(ctx context.Context, js jetstream.JetStream, t *Tally, log *slog.Logger) {
+func Follow(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -52,7 +52,7 @@ func (f *follower) run(ctx context.Context) {
 		if errors.Is(err, errLogMadeAgain) {
 			// Nothing counted so far is of the log there now.
 			f.log.Warn("metrics: the event log was deleted and made again; counting the new one from its start")
-			f.t.reset()
+			f.t.Reset()
 			noted = false
 			continue
 		}
@@ -71,7 +71,7 @@ func (f *follower) run(ctx context.Context) {
 // follower reads the log into a tally.
 type follower struct {
 	js    jetstream.JetStream
-	t     *Tally
+	t     *projections.Tally
 	log   *slog.Logger
 	store *snats.EventStore // made when first needed
 	// load reads a job's events and the stream sequence of the last one
@@ -239,7 +239,7 @@ func (f *follower) sameLog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !f.t.countsLog(st.CachedInfo().Created) {
+	if !f.t.CountsLog(st.CachedInfo().Created) {
 		return errLogMadeAgain
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
@@ -98,7 +99,7 @@ func TestFollowWarnsWithTheJobKey(t *testing.T) {
 
 	var buf syncBuffer
 	log := jsonLog(&buf)
-	tally := NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); Follow(ctx, srv.JS, tally, log) }()
@@ -163,7 +164,7 @@ func followRetriesAShortHistory(t *testing.T, grouped bool) {
 	require.NoError(t, err)
 
 	var loads atomic.Int32
-	tally := NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	followWith(t, ctx, &follower{js: srv.JS, t: tally, log: discard(), load: func(ctx context.Context, id string) ([]events.Event, uint64, error) {
 		if loads.Add(1) == 1 {
 			// The first answer comes from a replica that has not got
@@ -203,7 +204,7 @@ func TestFollowPassesAJobWhoseLogLacksEvents(t *testing.T) {
 	require.NoError(t, err)
 
 	var buf syncBuffer
-	tally := NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	followWith(t, ctx, &follower{js: srv.JS, t: tally, log: jsonLog(&buf), load: func(ctx context.Context, id string) ([]events.Event, uint64, error) {
 		evs, seq, err := st.Load(ctx, id)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
@@ -28,11 +29,11 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	forgetful, full := metrics.NewTally().ForgetFinished(), metrics.NewTally()
+	forgetful, full := projections.NewTally().ForgetFinished(), projections.NewTally()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	for _, tally := range []*metrics.Tally{forgetful, full} {
+	for _, tally := range []*projections.Tally{forgetful, full} {
 		wg.Add(1)
 		go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
 	}
@@ -67,7 +68,7 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 	caughtUp := func(want map[aggregate.Status]int, remembered int) {
 		t.Helper()
 		natstest.WaitFor(t, 10*time.Second, func() error {
-			for _, tally := range []*metrics.Tally{forgetful, full} {
+			for _, tally := range []*projections.Tally{forgetful, full} {
 				if got := tally.Seq(); got != seq {
 					return fmt.Errorf("counted up to %d of %d", got, seq)
 				}
@@ -132,7 +133,7 @@ func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
 	publish(snats.EventSubjectPrefix+b.S.JobID, natsgo.Header{events.HeaderType: {"Sent"}})
 	last := v + 3
 
-	tally := metrics.NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
 
@@ -18,7 +19,7 @@ import (
 type Options struct {
 	// Tally is the log's running totals; nil leaves the job-level
 	// figures out.
-	Tally *Tally
+	Tally *projections.Tally
 	// Lag measures the projections' lag at scrape time; nil leaves it out.
 	Lag func(ctx context.Context) (projector.Lag, error)
 	// LastSeq reads the event log's last sequence at scrape time

@@ -20,6 +20,7 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 	"github.com/serpent-engine/serpent/serper"
 )
@@ -47,7 +48,7 @@ func TestFollowAndScrape(t *testing.T) {
 	lag := func(ctx context.Context) (projector.Lag, error) {
 		return projector.ReadLag(ctx, srv.JS, "", time.Now())
 	}
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, Worker: "w1", Version: "test"})
 	c := group.New(st, group.Options{OnCommit: m.Committed})
 	defer c.Close()
@@ -147,7 +148,7 @@ func TestScrapeWaitsForTheFoldToCatchUp(t *testing.T) {
 
 	// The restarted process serves /metrics before its fold has read
 	// anything.
-	tally := metrics.NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	m := metrics.New(metrics.Options{Tally: tally})
 	body := scrape(t, m)
 	caught, ok := sample(body, "serpent_metrics_caught_up")
@@ -205,7 +206,7 @@ func TestFollowOfAnEmptyLogIsCaughtUp(t *testing.T) {
 	defer cancel()
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
-	tally := metrics.NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	m := metrics.New(metrics.Options{Tally: tally})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -238,7 +239,7 @@ func TestFollowCatchesUpWhenTheLogsEndIsDeleted(t *testing.T) {
 		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`not an event`))
 		require.NoError(t, err)
 	}
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	tally.CatchUpTo(3) // what Follow notes when it starts
 	require.NoError(t, stream.DeleteMsg(ctx, 3))
 	var wg sync.WaitGroup

@@ -56,7 +56,7 @@ func followAcrossALogMadeAgain(t *testing.T, oldJobs, newJobs int) {
 	}
 	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
 	require.NoError(t, err)
-	tally := metrics.NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	from, log, err := metrics.Resume(ctx, srv.JS, tally)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -81,7 +81,7 @@ func followAcrossALogMadeAgain(t *testing.T, oldJobs, newJobs int) {
 	require.NoError(t, err)
 	st2, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
 	require.NoError(t, err)
-	fresh := metrics.NewTally().ForgetFinished()
+	fresh := projections.NewTally().ForgetFinished()
 	for i := range newJobs {
 		l := job(fmt.Sprint("new", i), 200)
 		v, err := st2.Append(ctx, l[0].JobID, 0, l...)
@@ -92,7 +92,7 @@ func followAcrossALogMadeAgain(t *testing.T, oldJobs, newJobs int) {
 		last = v
 	}
 	want := fresh.Counts()
-	same := func(got metrics.Counts) error {
+	same := func(got projections.TallyCounts) error {
 		if !maps.Equal(got.Jobs, want.Jobs) || got.Purchases != want.Purchases {
 			return fmt.Errorf("jobs %v and %d purchases counted, the new log has %v and %d", got.Jobs, got.Purchases, want.Jobs, want.Purchases)
 		}
@@ -103,7 +103,7 @@ func followAcrossALogMadeAgain(t *testing.T, oldJobs, newJobs int) {
 
 	// The checkpoint kept is of the new log, as far as the fold counted.
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		again := metrics.NewTally().ForgetFinished()
+		again := projections.NewTally().ForgetFinished()
 		seq, _, err := metrics.Resume(ctx, srv.JS, again)
 		if err != nil || seq != last {
 			return fmt.Errorf("checkpoint at %d, not %d: %v", seq, last, err)

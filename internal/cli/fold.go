@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/metrics"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // keepFold feeds tally, the metrics' fold of the event log, until the
@@ -16,7 +17,7 @@ import (
 // the log, and keeps the checkpoint (written on stop too). The HTTP
 // server shows the fold, and the sweep for lost timers takes the jobs in
 // flight from it.
-func keepFold(js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) (stop func()) {
+func keepFold(js jetstream.JetStream, tally *projections.Tally, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

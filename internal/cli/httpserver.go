@@ -16,6 +16,7 @@ import (
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // opsServer is what the HTTP server of "serpent run" shows: the status
@@ -30,7 +31,7 @@ type opsServer struct {
 	projections bool
 	ops         opsFlags
 	metrics     *metrics.Metrics
-	tally       *metrics.Tally
+	tally       *projections.Tally
 	log         *slog.Logger
 	// now is the engine's clock (the server's, as the limiter reads it);
 	// nil for the machine's.
@@ -51,8 +52,8 @@ func (s *opsServer) clock() time.Time {
 // name) and the tally of the log it shows; the tally is fed by keepFold.
 // now is the engine's clock: the accounts' slots, pauses and spending
 // days are stamped by the server's, and read by it too.
-func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time) (*metrics.Metrics, *metrics.Tally) {
-	tally := metrics.NewTally().ForgetFinished()
+func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time) (*metrics.Metrics, *projections.Tally) {
+	tally := projections.NewTally().ForgetFinished()
 	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", now()) }
 	last := func(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, js) }
 	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js, now()) }

@@ -15,6 +15,7 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/metrics"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
 
@@ -112,7 +113,7 @@ func TestReadmeReference(t *testing.T) {
 func metricNames(t *testing.T) []string {
 	t.Helper()
 	lag := func(context.Context) (projector.Lag, error) { return projector.Lag{}, nil }
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	tally.CatchUpTo(0) // an empty log: every figure is served
 	last := func(context.Context) (uint64, error) { return 0, nil }
 	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Version: "test"})

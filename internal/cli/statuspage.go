@@ -15,7 +15,6 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
@@ -48,11 +47,11 @@ type statusData struct {
 	Version     string
 	NATS        string
 	Counted     bool // the tally has read the log up to its end
-	Counts      metrics.Counts
+	Counts      projections.TallyCounts
 	States      []stateCount
 	Total       int
 	Lag         string
-	Reconciling []metrics.Reconciling
+	Reconciling []projections.Reconciling
 	RecTotal    int
 	Doubled     []string // jobs the API charged twice under one key, the latest first
 	Recent      []recentJob

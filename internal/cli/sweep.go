@@ -10,6 +10,7 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // sweeper repairs lost timers, of recurring schedules and of jobs.
@@ -18,7 +19,7 @@ type sweeper struct {
 	schedules *engine.Schedules
 	js        jetstream.JetStream
 	// tally is the metrics' fold of the log: the jobs in flight.
-	tally *metrics.Tally
+	tally *projections.Tally
 	// every is --sweep-every; now the server's clock.
 	every time.Duration
 	now   func() time.Time
@@ -141,7 +142,7 @@ func (s *sweeper) sweepSchedules(ctx context.Context) bool {
 
 // sweepJobs re-arms the timers of the jobs of ids that lost them; false
 // if the sweep failed.
-func (s *sweeper) sweepJobs(ctx context.Context, ids *metrics.LiveJobs) bool {
+func (s *sweeper) sweepJobs(ctx context.Context, ids *projections.LiveJobs) bool {
 	began := time.Now()
 	rep, err := s.eng.SweepJobs(ctx, s.js, ids)
 	if err != nil {
@@ -178,7 +179,7 @@ func (s *sweeper) count(outcome string) {
 // flight; false if ctx ends first, or wait (when not 0) passes first, so
 // that a fold that cannot catch up does not hold the next round's sweep
 // of the schedules. A wait of more than a minute is logged, once.
-func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait time.Duration, log *slog.Logger) (*metrics.LiveJobs, bool) {
+func liveJobs(ctx context.Context, tally *projections.Tally, through uint64, wait time.Duration, log *slog.Logger) (*projections.LiveJobs, bool) {
 	start, warned := time.Now(), false
 	poll := time.Second
 	if wait > 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
 
@@ -94,7 +95,7 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			require.NoError(t, err)
 			schedules, err := engine.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
 			require.NoError(t, err)
-			tally := metrics.NewTally().ForgetFinished() // told nothing of the log
+			tally := projections.NewTally().ForgetFinished() // told nothing of the log
 			if caughtUpOnce {
 				tally.CatchUpTo(0) // as on an empty log
 			}

@@ -1,10 +1,10 @@
-package metrics_test
+package projections_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/serpent-engine/serpent/metrics"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
@@ -12,7 +12,7 @@ import (
 // projectionstest, one of them bought twice with an operator's consent.
 func ExampleTally() {
 	t := &testing.T{}
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	for _, r := range projectionstest.Interleave(projectionstest.SampleLog(t)) {
 		tally.Apply(r)
 	}

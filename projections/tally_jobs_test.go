@@ -1,4 +1,4 @@
-package metrics_test
+package projections_test
 
 import (
 	"slices"
@@ -10,14 +10,13 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/metrics"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
 // feeder applies records to a tally with stream sequences from 1.
 type feeder struct {
-	tally *metrics.Tally
+	tally *projections.Tally
 	seq   uint64
 }
 
@@ -29,7 +28,7 @@ func (f *feeder) apply(evs ...events.Event) {
 }
 
 // jobsIn are the non-zero job counts by state.
-func jobsIn(c metrics.Counts) map[aggregate.Status]int {
+func jobsIn(c projections.TallyCounts) map[aggregate.Status]int {
 	out := map[aggregate.Status]int{}
 	for s, n := range c.Jobs {
 		if n != 0 {
@@ -43,10 +42,10 @@ func jobsIn(c metrics.Counts) map[aggregate.Status]int {
 // lost again and cancelled. The tally follows it through, and the
 // reconciling queue shows it each time it waits, since it began to.
 func TestTallyFinishedJobComesBack(t *testing.T) {
-	f := &feeder{tally: metrics.NewTally()}
+	f := &feeder{tally: projections.NewTally()}
 	j := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "grinder", projectionstest.T0)
 	done := 0
-	step := func() metrics.Counts {
+	step := func() projections.TallyCounts {
 		f.apply(j.Log[done:]...)
 		done = len(j.Log)
 		return f.tally.Counts()
@@ -58,7 +57,7 @@ func TestTallyFinishedJobComesBack(t *testing.T) {
 		require.Equal(t, map[aggregate.Status]int{aggregate.StatusReconciling: 1}, jobsIn(c))
 		queue, n := f.tally.Reconciling(10)
 		require.Equal(t, 1, n)
-		require.Equal(t, []metrics.Reconciling{{JobID: j.S.JobID, Reason: "replay_unavailable", Since: j.Now}}, queue)
+		require.Equal(t, []projections.Reconciling{{JobID: j.S.JobID, Reason: "replay_unavailable", Since: j.Now}}, queue)
 	}
 
 	lost()
@@ -94,7 +93,7 @@ func TestTallyFinishedJobComesBack(t *testing.T) {
 func TestTallyJobIDsThatAreNotHex(t *testing.T) {
 	hexID := aggregate.JobID(projectionstest.T0, `{"q":"x"}`)
 	ids := []string{hexID, strings.ToUpper(hexID), hexID[:31], hexID + "0", "job-01jd2n8xq4", "x"}
-	f := &feeder{tally: metrics.NewTally()}
+	f := &feeder{tally: projections.NewTally()}
 	at := func(id string, d events.Payload) events.Event {
 		return events.Event{JobID: id, Time: projectionstest.T0, Data: d}
 	}
@@ -128,7 +127,7 @@ func TestTallyJobIDsThatAreNotHex(t *testing.T) {
 func TestTallyManyPurchasesOfOneJob(t *testing.T) {
 	for _, id := range []string{aggregate.JobID(projectionstest.T0, `{"q":"x"}`), "job-01jd2n8xq4"} {
 		t.Run(id, func(t *testing.T) {
-			f := &feeder{tally: metrics.NewTally()}
+			f := &feeder{tally: projections.NewTally()}
 			stored := events.Event{JobID: id, Time: projectionstest.T0, Data: events.ObservationStored{Pages: 1}}
 			charged := events.Event{JobID: id, Time: projectionstest.T0, Data: events.Reconciled{Verdict: aggregate.VerdictCharged}}
 			again := events.Event{JobID: id, Time: projectionstest.T0, Data: events.RepurchaseAuthorized{By: "ops"}}
@@ -166,7 +165,7 @@ func TestTallyManyPurchasesOfOneJob(t *testing.T) {
 func TestTallyLive(t *testing.T) {
 	hexID := aggregate.JobID(projectionstest.T0, `{"q":"live"}`)
 	done := aggregate.JobID(projectionstest.T0, `{"q":"done"}`)
-	for _, tally := range []*metrics.Tally{metrics.NewTally(), metrics.NewTally().ForgetFinished()} {
+	for _, tally := range []*projections.Tally{projections.NewTally(), projections.NewTally().ForgetFinished()} {
 		f := &feeder{tally: tally}
 		at := func(id string, d events.Payload) events.Event {
 			return events.Event{JobID: id, Time: projectionstest.T0, Data: d}

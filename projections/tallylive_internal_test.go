@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"encoding/hex"

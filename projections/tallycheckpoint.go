@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"bytes"
@@ -13,29 +13,25 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 )
 
-// CheckpointFormat names what a tally's checkpoint holds and how the
+// TallyCheckpointFormat names what a tally's checkpoint holds and how the
 // tally that wrote it folded the log. Raise it with any change to the
 // tally's fields or to what an event adds to them: a tally restores only
 // a checkpoint of its own format, and folds the log from its start
 // otherwise (TestCheckpointFormatPinned fails when the fields change).
-// The head of a checkpoint written in parts (SaveCheckpoint) has no
-// format of its own, so that a version that knows nothing of parts
-// refuses it rather than take it for a whole checkpoint.
-const CheckpointFormat = 2
+const TallyCheckpointFormat = 2
 
-// MaxCheckpointBytes bounds a checkpoint: one that would be larger (more
+// MaxTallyCheckpointBytes bounds a checkpoint: one that would be larger (more
 // than some 11 million jobs in flight, at 23 bytes each, or a tally that
 // does not forget finished jobs) is not made, and the tally's next reader
-// folds the log from an older one. SaveCheckpoint writes one larger than
-// a part (512 KB) in parts.
-const MaxCheckpointBytes = 256 << 20
+// folds the log from an older one.
+const MaxTallyCheckpointBytes = 256 << 20
 
-// checkpointLimit is MaxCheckpointBytes, lower in tests.
-var checkpointLimit = MaxCheckpointBytes
+// checkpointLimit is MaxTallyCheckpointBytes, lower in tests.
+var checkpointLimit = MaxTallyCheckpointBytes
 
-// ErrCheckpoint says a checkpoint cannot be restored: of another format,
+// ErrTallyCheckpoint says a checkpoint cannot be restored: of another format,
 // of another log, or of a tally set otherwise.
-var ErrCheckpoint = errors.New("metrics: checkpoint not usable")
+var ErrTallyCheckpoint = errors.New("projections: checkpoint not usable")
 
 // checkpoint is a tally written out: enough to go on folding the log from
 // the event after Seq and Ver as if it had folded everything before.
@@ -43,11 +39,11 @@ type checkpoint struct {
 	Format int `json:"format"`
 	// Log tells the log it is of apart from another made under the same
 	// name: its stream's creation time.
-	Log    time.Time `json:"log"`
-	Seq    uint64    `json:"seq"`
-	Ver    uint64    `json:"ver"`
-	Forget bool      `json:"forget"`
-	Counts Counts    `json:"counts"`
+	Log    time.Time   `json:"log"`
+	Seq    uint64      `json:"seq"`
+	Ver    uint64      `json:"ver"`
+	Forget bool        `json:"forget"`
+	Counts TallyCounts `json:"counts"`
 	// Packed holds the jobs kept in a byte: 17 bytes each, the 16 of the
 	// job's id and its packedJob.
 	Packed      []byte                     `json:"packed,omitempty"`
@@ -55,27 +51,6 @@ type checkpoint struct {
 	Recent      []string                   `json:"recent,omitempty"`
 	Doubled     []string                   `json:"doubled,omitempty"`
 	Reconciling map[string]checkpointQueue `json:"reconciling,omitempty"`
-}
-
-// checkpointHead is what a checkpoint says of itself, read without the
-// jobs it holds. The value under the key tally is a whole checkpoint, or
-// only its head: no Format, the whole one's in PartsFormat, and the Parts
-// that hold the whole one.
-type checkpointHead struct {
-	Format      int              `json:"format,omitempty"`
-	PartsFormat int              `json:"parts_format,omitempty"`
-	Log         time.Time        `json:"log"`
-	Seq         uint64           `json:"seq"`
-	Forget      bool             `json:"forget"`
-	Parts       *checkpointParts `json:"parts,omitempty"`
-}
-
-// format is the format of the checkpoint h is the head of.
-func (h checkpointHead) format() int {
-	if h.Parts != nil {
-		return h.PartsFormat
-	}
-	return h.Format
 }
 
 type checkpointJob struct {
@@ -92,23 +67,21 @@ type checkpointQueue struct {
 }
 
 // Checkpoint writes t out, for RestoreCheckpoint to go on from where t
-// stands. log is the creation time of the stream t folds, so that a
-// checkpoint is never taken for a log made again under the same name. It
-// fails with more than MaxCheckpointBytes to write.
-func (t *Tally) Checkpoint(log time.Time) ([]byte, error) {
-	b, _, err := t.checkpoint(log)
-	return b, err
-}
-
-// checkpoint is Checkpoint, with the stream sequence it is at.
-func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
+// stands, and returns the stream sequence it is at. log is the creation
+// time of the stream t folds, so that a checkpoint is never taken for a
+// log made again under the same name. It fails with more than
+// MaxTallyCheckpointBytes to write.
+//
+// The checkpoint is JSON whose fields format, log, seq and forget say
+// what it is without the jobs it holds, for the store that keeps it.
+func (t *Tally) Checkpoint(log time.Time) ([]byte, uint64, error) {
 	t.mu.Lock()
-	c := checkpoint{Format: CheckpointFormat, Log: log.UTC(), Seq: t.seq, Ver: t.ver, Forget: t.forget,
+	c := checkpoint{Format: TallyCheckpointFormat, Log: log.UTC(), Seq: t.seq, Ver: t.ver, Forget: t.forget,
 		Counts: t.c, Recent: slices.Clone(t.recent), Doubled: slices.Clone(t.doubled)}
 	c.Counts.Seq, c.Counts.CaughtUp = 0, false
 	if n := base64.StdEncoding.EncodedLen(17 * len(t.jobs)); n > checkpointLimit {
 		t.mu.Unlock()
-		return nil, 0, fmt.Errorf("metrics: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs), checkpointLimit)
+		return nil, 0, fmt.Errorf("projections: checkpoint of %d jobs in memory: over %d bytes", len(t.jobs), checkpointLimit)
 	}
 	// The jobs go straight into their base64, the bulk of the checkpoint
 	// (23 bytes a job: 23 MB for a million jobs in flight), which is
@@ -151,7 +124,7 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 	t.mu.Unlock()
 	head, err := json.Marshal(c) // Packed is nil, and left out
 	if err != nil {
-		return nil, 0, fmt.Errorf("metrics: checkpoint: %w", err)
+		return nil, 0, fmt.Errorf("projections: checkpoint: %w", err)
 	}
 	b := head
 	if packed.Len() > 0 {
@@ -161,13 +134,13 @@ func (t *Tally) checkpoint(log time.Time) ([]byte, uint64, error) {
 		b = append(b, `"}`...)
 	}
 	if len(b) > checkpointLimit {
-		return nil, 0, fmt.Errorf("metrics: checkpoint of %d bytes: over %d", len(b), checkpointLimit)
+		return nil, 0, fmt.Errorf("projections: checkpoint of %d bytes: over %d", len(b), checkpointLimit)
 	}
 	return b, c.Seq, nil
 }
 
-// forgets reports whether t lets finished jobs go.
-func (t *Tally) forgets() bool {
+// Forgets reports whether t lets finished jobs go (ForgetFinished).
+func (t *Tally) Forgets() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.forget
@@ -175,36 +148,36 @@ func (t *Tally) forgets() bool {
 
 // RestoreCheckpoint makes t, a tally that has applied nothing yet, what
 // the tally that wrote b was, so that it goes on from the event after
-// b's. It refuses (ErrCheckpoint) a checkpoint of another format, of
+// b's. It refuses (ErrTallyCheckpoint) a checkpoint of another format, of
 // another log (its creation time, as given to Checkpoint), or of a tally
 // that forgot finished jobs when t does not, or the other way round; t is
 // then left as it was.
 func (t *Tally) RestoreCheckpoint(b []byte, log time.Time) error {
 	var c checkpoint
 	if err := json.Unmarshal(b, &c); err != nil {
-		return fmt.Errorf("%w: %v", ErrCheckpoint, err)
+		return fmt.Errorf("%w: %v", ErrTallyCheckpoint, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case c.Format != CheckpointFormat:
-		return fmt.Errorf("%w: format %d, not %d", ErrCheckpoint, c.Format, CheckpointFormat)
+	case c.Format != TallyCheckpointFormat:
+		return fmt.Errorf("%w: format %d, not %d", ErrTallyCheckpoint, c.Format, TallyCheckpointFormat)
 	case !c.Log.Equal(log):
-		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("%w: of the log made at %s, not of the one made at %s", ErrTallyCheckpoint, c.Log.Format(time.RFC3339Nano), log.UTC().Format(time.RFC3339Nano))
 	case c.Forget != t.forget:
-		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrCheckpoint, c.Forget)
+		return fmt.Errorf("%w: written by a tally that forgets finished jobs: %t", ErrTallyCheckpoint, c.Forget)
 	case len(c.Packed)%17 != 0:
-		return fmt.Errorf("%w: %d bytes of packed jobs", ErrCheckpoint, len(c.Packed))
+		return fmt.Errorf("%w: %d bytes of packed jobs", ErrTallyCheckpoint, len(c.Packed))
 	case t.seq != 0:
-		return fmt.Errorf("%w: the tally has applied events already", ErrCheckpoint)
+		return fmt.Errorf("%w: the tally has applied events already", ErrTallyCheckpoint)
 	case !t.log.IsZero() && !t.log.Equal(log):
-		return fmt.Errorf("%w: the tally counts the log made at %s", ErrCheckpoint, t.log.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("%w: the tally counts the log made at %s", ErrTallyCheckpoint, t.log.UTC().Format(time.RFC3339Nano))
 	}
 	jobs := make(map[hexID]packedJob, len(c.Packed)/17)
 	for i := 0; i < len(c.Packed); i += 17 {
 		p := packedJob(c.Packed[i+16])
 		if int(p&0xf) > packedChecking {
-			return fmt.Errorf("%w: a packed job of status %d", ErrCheckpoint, p&0xf)
+			return fmt.Errorf("%w: a packed job of status %d", ErrTallyCheckpoint, p&0xf)
 		}
 		jobs[hexID(c.Packed[i:i+16])] = p
 	}

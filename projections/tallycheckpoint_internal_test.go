@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/projections"
 )
 
 // TestCheckpointGoesOn feeds random logs to a tally that never stops and
@@ -36,7 +35,7 @@ func TestCheckpointGoesOn(t *testing.T) {
 				steady, restarted := fresh(), fresh()
 				history := map[string][]events.Event{}
 				seq, restarts := uint64(0), 0
-				feed := func(r projections.Record) {
+				feed := func(r Record) {
 					for _, tl := range []*Tally{steady, restarted} {
 						if !tl.Apply(r) {
 							tl.ApplyWithHistory(r, history[r.Event.JobID])
@@ -50,16 +49,16 @@ func TestCheckpointGoesOn(t *testing.T) {
 						steady.Undecodable(seq)
 						restarted.Undecodable(seq)
 					case n < 6 && seq > 0: // a record seen before
-						feed(projections.Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)})
+						feed(Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)})
 					default:
 						seq++
 						e := randomEvent(rng, ids)
 						e.Version = uint64(len(history[e.JobID])) + 1
-						feed(projections.Record{Seq: seq, Event: e})
+						feed(Record{Seq: seq, Event: e})
 						history[e.JobID] = append(history[e.JobID], e)
 					}
 					if rng.IntN(40) == 0 {
-						b, err := restarted.Checkpoint(log)
+						b, _, err := restarted.Checkpoint(log)
 						require.NoError(t, err)
 						restarted = fresh()
 						require.NoError(t, restarted.RestoreCheckpoint(b, log))
@@ -94,12 +93,12 @@ func TestCheckpointGoesOn(t *testing.T) {
 func TestCheckpointRefused(t *testing.T) {
 	log := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	tl := NewTally().ForgetFinished()
-	tl.Apply(projections.Record{Seq: 1, Event: randomEvent(rand.New(rand.NewPCG(1, 1)), randomJobIDs(rand.New(rand.NewPCG(1, 1))))})
-	b, err := tl.Checkpoint(log)
+	tl.Apply(Record{Seq: 1, Event: randomEvent(rand.New(rand.NewPCG(1, 1)), randomJobIDs(rand.New(rand.NewPCG(1, 1))))})
+	b, _, err := tl.Checkpoint(log)
 	require.NoError(t, err)
 	require.NoError(t, NewTally().ForgetFinished().RestoreCheckpoint(b, log))
 
-	other := strings.Replace(string(b), fmt.Sprintf(`"format":%d`, CheckpointFormat), `"format":999`, 1)
+	other := strings.Replace(string(b), fmt.Sprintf(`"format":%d`, TallyCheckpointFormat), `"format":999`, 1)
 	for name, c := range map[string]struct {
 		tally *Tally
 		b     []byte
@@ -115,7 +114,7 @@ func TestCheckpointRefused(t *testing.T) {
 	} {
 		before := c.tally.Counts()
 		err := c.tally.RestoreCheckpoint(c.b, c.log)
-		require.ErrorIs(t, err, ErrCheckpoint, name)
+		require.ErrorIs(t, err, ErrTallyCheckpoint, name)
 		require.Equal(t, before, c.tally.Counts(), name)
 	}
 }
@@ -128,17 +127,17 @@ func TestCheckpointBounded(t *testing.T) {
 	for i := range checkpointLimit/17 + 1 {
 		tl.jobs[hexID{byte(i), byte(i >> 8), byte(i >> 16)}] = 1
 	}
-	_, err := tl.Checkpoint(time.Now())
+	_, _, err := tl.Checkpoint(time.Now())
 	require.ErrorContains(t, err, "over")
 }
 
 // TestCheckpointFormatPinned fails when a tally's fields change: a
-// checkpoint holds them, so a change must raise CheckpointFormat (and
+// checkpoint holds them, so a change must raise TallyCheckpointFormat (and
 // then this list), or an engine would restore a checkpoint it reads
 // otherwise.
 func TestCheckpointFormatPinned(t *testing.T) {
 	var b strings.Builder
-	for _, v := range []any{Tally{}, Counts{}, jobTally{}, waiting{}, checkpoint{}} {
+	for _, v := range []any{Tally{}, TallyCounts{}, jobTally{}, waiting{}, checkpoint{}} {
 		typ := reflect.TypeOf(v)
 		fmt.Fprintf(&b, "%s{", typ.Name())
 		for i := range typ.NumField() {
@@ -147,13 +146,13 @@ func TestCheckpointFormatPinned(t *testing.T) {
 		}
 		b.WriteString("}\n")
 	}
-	require.Equal(t, 2, CheckpointFormat, "raise the format in this test too")
+	require.Equal(t, 2, TallyCheckpointFormat, "raise the format in this test too")
 	require.Equal(t, strings.TrimSpace(`
-Tally{mu sync.Mutex;seq uint64;ver uint64;jobs map[metrics.hexID]metrics.packedJob;wide map[string]metrics.jobTally;c metrics.Counts;recent []string;doubled []string;reconciling map[string]metrics.waiting;forget bool;log time.Time;end uint64;caughtUp bool;}
-Counts{Seq uint64;Jobs map[aggregate.Status]int;Events map[string]uint64;Sends map[string]uint64;Rotations map[string]uint64;Reconciliations map[string]uint64;Checks map[string]uint64;Purchases uint64;ResultPages uint64;ChargedPages uint64;DoubleCharges int;APIDoubleCharges int;APIDoubleJobs int;Undecodable uint64;CaughtUp bool;}
+Tally{mu sync.Mutex;seq uint64;ver uint64;jobs map[projections.hexID]projections.packedJob;wide map[string]projections.jobTally;c projections.TallyCounts;recent []string;doubled []string;reconciling map[string]projections.waiting;forget bool;log time.Time;end uint64;caughtUp bool;}
+TallyCounts{Seq uint64;Jobs map[aggregate.Status]int;Events map[string]uint64;Sends map[string]uint64;Rotations map[string]uint64;Reconciliations map[string]uint64;Checks map[string]uint64;Purchases uint64;ResultPages uint64;ChargedPages uint64;DoubleCharges int;APIDoubleCharges int;APIDoubleJobs int;Undecodable uint64;CaughtUp bool;}
 jobTally{status aggregate.Status;purchases int;repurchases int;apiDoubles int;checking bool;}
 waiting{reason string;since time.Time;}
-checkpoint{Format int;Log time.Time;Seq uint64;Ver uint64;Forget bool;Counts metrics.Counts;Packed []uint8;Wide map[string]metrics.checkpointJob;Recent []string;Doubled []string;Reconciling map[string]metrics.checkpointQueue;}
+checkpoint{Format int;Log time.Time;Seq uint64;Ver uint64;Forget bool;Counts projections.TallyCounts;Packed []uint8;Wide map[string]projections.checkpointJob;Recent []string;Doubled []string;Reconciling map[string]projections.checkpointQueue;}
 `), strings.TrimSpace(b.String()))
 }
 
@@ -167,7 +166,7 @@ func TestCheckpointOfManyJobs(t *testing.T) {
 			tl.jobs[hexID{byte(i), byte(i >> 8), 7, byte(i % 5)}] = packedJob(i % 3)
 		}
 		tl.seq = uint64(n) + 1
-		b, err := tl.Checkpoint(log)
+		b, _, err := tl.Checkpoint(log)
 		require.NoError(t, err)
 		require.True(t, json.Valid(b), "%d jobs", n)
 		again := NewTally().ForgetFinished()

@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"encoding/hex"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/projections"
 )
 
 // TestTallyAgreesWithTheModel feeds random logs, events in any order as
@@ -38,7 +37,7 @@ func TestTallyAgreesWithTheModel(t *testing.T) {
 						f.Undecodable(seq)
 					}
 				case n < 6 && seq > 0: // a record seen before
-					r := projections.Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)}
+					r := Record{Seq: 1 + rng.Uint64N(seq), Event: randomEvent(rng, ids)}
 					require.True(t, forgetful.Apply(r), "skipped, not left for its history")
 					tally.Apply(r)
 					model.Apply(r)
@@ -46,7 +45,7 @@ func TestTallyAgreesWithTheModel(t *testing.T) {
 					seq++
 					e := randomEvent(rng, ids)
 					e.Version = uint64(len(history[e.JobID])) + 1
-					r := projections.Record{Seq: seq, Event: e}
+					r := Record{Seq: seq, Event: e}
 					if !forgetful.Apply(r) {
 						asked++
 						forgetful.ApplyWithHistory(r, history[e.JobID])

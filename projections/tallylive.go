@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 )
 
 // LiveJobs are the ids of jobs in flight, as a sweep for lost timers
-// takes them (worker.JobList): each id of 32 lowercase hex digits in the
+// takes them (engine.JobList): each id of 32 lowercase hex digits in the
 // 16 bytes a tally keeps it in, any other as a string. A million jobs
 // take 16 MB with no pointer for the garbage collector to follow, where
 // strings would take 48.

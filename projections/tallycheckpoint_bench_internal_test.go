@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"encoding/binary"
@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkCheckpoint writes out the checkpoint of a tally of a million
-// jobs in flight, as KeepCheckpoint does every 30 s: B/op is what the
+// jobs in flight, as an engine does every 30 s: B/op is what the
 // engine allocates for it, on top of the tally.
 func BenchmarkCheckpoint(b *testing.B) {
 	t := NewTally().ForgetFinished()
@@ -21,7 +21,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		cp, err := t.Checkpoint(log)
+		cp, _, err := t.Checkpoint(log)
 		if err != nil {
 			b.Fatal(err)
 		}

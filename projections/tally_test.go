@@ -1,4 +1,4 @@
-package metrics_test
+package projections_test
 
 import (
 	"testing"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/metrics"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
@@ -29,9 +28,9 @@ func TestTallyCountsTheLog(t *testing.T) {
 	tests := []struct {
 		name  string
 		recs  []projections.Record
-		check func(t *testing.T, c metrics.Counts)
+		check func(t *testing.T, c projections.TallyCounts)
 	}{
-		{"the sample log", recs, func(t *testing.T, c metrics.Counts) {
+		{"the sample log", recs, func(t *testing.T, c projections.TallyCounts) {
 			require.Equal(t, map[aggregate.Status]int{aggregate.StatusSucceeded: 4, aggregate.StatusFailed: 1,
 				aggregate.StatusScheduled: 1, aggregate.StatusSending: 0, aggregate.StatusRetrying: 0,
 				aggregate.StatusReconciling: 0, aggregate.StatusChargedNoResult: 0, aggregate.StatusCancelled: 0}, c.Jobs)
@@ -49,32 +48,32 @@ func TestTallyCountsTheLog(t *testing.T) {
 			require.EqualValues(t, len(recs), c.Seq)
 		}},
 		{"an unauthorised second purchase", append(recs, projections.Record{Seq: uint64(len(recs) + 1), Event: storedA}),
-			func(t *testing.T, c metrics.Counts) {
+			func(t *testing.T, c projections.TallyCounts) {
 				require.Equal(t, 1, c.DoubleCharges)
 				require.EqualValues(t, 6, c.Purchases)
 			}},
 		{"a reconciliation that found two charges", append(append([]projections.Record{}, recs...), projections.Record{Seq: uint64(len(recs) + 1),
 			Event: events.Event{JobID: "0123456789abcdef0123456789abcdef", Version: 1, Data: events.Reconciled{
 				Verdict: aggregate.VerdictCharged, Charges: 2, Entries: []events.LedgerEntry{{RequestID: "r1", Key: "k1"}, {RequestID: "r2", Key: "k2"}}}}}),
-			func(t *testing.T, c metrics.Counts) {
+			func(t *testing.T, c projections.TallyCounts) {
 				require.Equal(t, 1, c.DoubleCharges, "two charges for one job")
 				require.EqualValues(t, 5+2, c.Purchases)
 			}},
 		{"a charge listed twice in one reconciliation counts once", append(append([]projections.Record{}, recs...), projections.Record{Seq: uint64(len(recs) + 1),
 			Event: events.Event{JobID: "0123456789abcdef0123456789abcdef", Version: 1, Data: events.Reconciled{
 				Verdict: aggregate.VerdictCharged, Charges: 2, Entries: []events.LedgerEntry{{RequestID: "r1", Key: "k1"}, {RequestID: "r1", Key: "k1"}}}}}),
-			func(t *testing.T, c metrics.Counts) {
+			func(t *testing.T, c projections.TallyCounts) {
 				require.Zero(t, c.DoubleCharges, "one charge, found once")
 				require.EqualValues(t, 5+1, c.Purchases)
 			}},
-		{"events seen again count once", append(append([]projections.Record{}, recs...), recs...), func(t *testing.T, c metrics.Counts) {
+		{"events seen again count once", append(append([]projections.Record{}, recs...), recs...), func(t *testing.T, c projections.TallyCounts) {
 			require.EqualValues(t, 5, c.Purchases)
 			require.Equal(t, 4, c.Jobs[aggregate.StatusSucceeded])
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tally := metrics.NewTally()
+			tally := projections.NewTally()
 			for _, r := range tt.recs {
 				tally.Apply(r)
 			}
@@ -85,7 +84,7 @@ func TestTallyCountsTheLog(t *testing.T) {
 
 func TestTallyStatesMatchTheFold(t *testing.T) {
 	jobs, recs := sampleRecords(t)
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	for _, r := range recs {
 		tally.Apply(r)
 	}
@@ -117,7 +116,7 @@ func TestTallyReconcilingQueue(t *testing.T) {
 		j.Reply(aggregate.Outcome{Status: 409, Code: "idempotency_replay_unavailable", RequestID: q})
 		add(j, 0)
 	}
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	for _, r := range recs {
 		tally.Apply(r)
 	}
@@ -137,7 +136,7 @@ func TestTallyCatchesUpToTheLogsEnd(t *testing.T) {
 	_, recs := sampleRecords(t)
 	require.Greater(t, len(recs), 3)
 
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	require.False(t, tally.Counts().CaughtUp, "not before its reader said where the log ends")
 	end := recs[len(recs)-2].Seq
 	tally.CatchUpTo(end)
@@ -152,11 +151,11 @@ func TestTallyCatchesUpToTheLogsEnd(t *testing.T) {
 	tally.CatchUpTo(end + 100)
 	require.True(t, tally.Counts().CaughtUp, "caught up stays so")
 
-	empty := metrics.NewTally()
+	empty := projections.NewTally()
 	empty.CatchUpTo(0)
 	require.True(t, empty.Counts().CaughtUp, "an empty log")
 
-	sooner := metrics.NewTally()
+	sooner := projections.NewTally()
 	sooner.CatchUpTo(recs[1].Seq + 10)
 	require.True(t, sooner.Apply(recs[0]))
 	require.True(t, sooner.Apply(recs[1]))
@@ -183,13 +182,13 @@ func TestTallyCountsGroups(t *testing.T) {
 	for _, j := range jobs {
 		byJob[j[0].JobID] = j
 	}
-	apply := func(tally *metrics.Tally, r projections.Record) {
+	apply := func(tally *projections.Tally, r projections.Record) {
 		if !tally.Apply(r) { // a finished job let go: its history is read
 			tally.ApplyWithHistory(r, byJob[r.Event.JobID][:r.Event.Version-1])
 		}
 	}
 	for _, forget := range []bool{false, true} {
-		want, got := metrics.NewTally(), metrics.NewTally()
+		want, got := projections.NewTally(), projections.NewTally()
 		if forget {
 			want, got = want.ForgetFinished(), got.ForgetFinished()
 		}

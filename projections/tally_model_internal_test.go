@@ -1,4 +1,4 @@
-package metrics
+package projections
 
 import (
 	"slices"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/projections"
 )
 
 // modelTally is the Tally as it was before it packed its jobs: a pointer
@@ -16,7 +15,7 @@ import (
 type modelTally struct {
 	seq         uint64
 	jobs        map[string]*modelJob
-	c           Counts
+	c           TallyCounts
 	recent      []string
 	reconciling map[string]*modelJob
 }
@@ -35,13 +34,13 @@ type modelJob struct {
 func (j *modelJob) doubled() bool { return j.purchases > 1+j.repurchases }
 
 func newModelTally() *modelTally {
-	return &modelTally{jobs: map[string]*modelJob{}, reconciling: map[string]*modelJob{}, c: Counts{
+	return &modelTally{jobs: map[string]*modelJob{}, reconciling: map[string]*modelJob{}, c: TallyCounts{
 		Jobs: map[aggregate.Status]int{}, Events: map[string]uint64{}, Sends: map[string]uint64{},
 		Rotations: map[string]uint64{}, Reconciliations: map[string]uint64{}, Checks: map[string]uint64{},
 	}}
 }
 
-func (t *modelTally) Apply(r projections.Record) {
+func (t *modelTally) Apply(r Record) {
 	if r.Seq <= t.seq {
 		return
 	}
@@ -149,7 +148,7 @@ func (t *modelTally) Undecodable(seq uint64) {
 	}
 }
 
-func (t *modelTally) Counts() Counts {
+func (t *modelTally) Counts() TallyCounts {
 	c := t.c
 	c.Seq = t.seq
 	c.Jobs = cloneMap(t.c.Jobs)

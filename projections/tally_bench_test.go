@@ -1,4 +1,4 @@
-package metrics_test
+package projections_test
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/metrics"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
@@ -96,7 +95,7 @@ func finishedJob(b *testing.B, ids *projectionstest.IDs, i int) []events.Event {
 // BenchmarkTallyFinishedJobs applies the log of benchJobs finished jobs to
 // a new Tally and reports the live heap the Tally keeps per job (B/job)
 // and the time to apply one event (ns/event). Each event's job id is a
-// fresh string, as the decoder in Follow gives it, so ids the Tally keeps
+// fresh string, as the decoder of the fold gives it, so ids the Tally keeps
 // are counted. The collector is off while the events are applied, so that
 // ns/event does not count collecting the benchmark's own log. "forget" is
 // the tally serpent run keeps, which lets finished jobs go.
@@ -104,13 +103,13 @@ func BenchmarkTallyFinishedJobs(b *testing.B) {
 	recs := finishedJobsLog(b)
 	for _, mode := range []struct {
 		name string
-		new  func() *metrics.Tally
-	}{{"remember", metrics.NewTally}, {"forget", func() *metrics.Tally { return metrics.NewTally().ForgetFinished() }}} {
+		new  func() *projections.Tally
+	}{{"remember", projections.NewTally}, {"forget", func() *projections.Tally { return projections.NewTally().ForgetFinished() }}} {
 		b.Run(mode.name, func(b *testing.B) { benchTally(b, recs, mode.new) })
 	}
 }
 
-func benchTally(b *testing.B, recs []projections.Record, newTally func() *metrics.Tally) {
+func benchTally(b *testing.B, recs []projections.Record, newTally func() *projections.Tally) {
 	var perJob float64
 	b.ResetTimer()
 	for range b.N {

@@ -1,4 +1,4 @@
-package metrics_test
+package projections_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/metrics"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
@@ -57,7 +56,7 @@ func TestPurchasesCountedAlike(t *testing.T) {
 		id := log[0].JobID
 		var ledger projections.JobLedger
 		require.NoError(t, json.Unmarshal(values[projections.JobTarget(id)], &ledger))
-		tally := metrics.NewTally()
+		tally := projections.NewTally()
 		for i, e := range log {
 			tally.Apply(projections.Record{Seq: uint64(i + 1), Event: e})
 		}
