@@ -111,7 +111,7 @@ func (f *follower) read(ctx context.Context) error {
 	rctx, stop := context.WithCancelCause(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); f.watchLog(rctx, stop) }()
-	err := snats.TailEvents(rctx, f.js, max(f.t.Seq(), 1)-1, func(m jetstream.Msg) error { return f.apply(rctx, m) })
+	err := snats.EventLog(f.js).Follow(rctx, max(f.t.Seq(), 1)-1, func(m snats.Message) error { return f.apply(rctx, m) })
 	if cause := context.Cause(rctx); errors.Is(cause, errLogMadeAgain) {
 		err = cause
 	}
@@ -128,26 +128,21 @@ func (f *follower) read(ctx context.Context) error {
 // A message with nothing pending after it is the log's end for now: the
 // tally is caught up once it is counted, even if the end Follow noted
 // when it started was deleted meanwhile.
-func (f *follower) apply(ctx context.Context, m jetstream.Msg) error {
-	meta, err := m.Metadata()
-	if err != nil {
-		return nil
-	}
-	if err := f.count(ctx, meta.Sequence.Stream, m); err != nil {
+func (f *follower) apply(ctx context.Context, m snats.Message) error {
+	if err := f.count(ctx, m); err != nil {
 		return err
 	}
-	if meta.NumPending == 0 {
-		f.t.CatchUpTo(meta.Sequence.Stream)
+	if m.Pending == 0 {
+		f.t.CatchUpTo(m.Seq)
 	}
 	return nil
 }
 
-// count adds the message at stream sequence seq to the tally.
-func (f *follower) count(ctx context.Context, seq uint64, m jetstream.Msg) error {
-	recs, err := projector.DecodeEvents(snats.EventSubjectPrefix, projector.Message{
-		Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, true)
+// count adds a message to the tally.
+func (f *follower) count(ctx context.Context, m snats.Message) error {
+	recs, err := projector.DecodeEvents(snats.EventSubjectPrefix, m, true)
 	if err != nil {
-		f.t.Undecodable(seq)
+		f.t.Undecodable(m.Seq)
 		return nil
 	}
 	for _, r := range recs {

@@ -76,6 +76,14 @@
 // single server stages every atomic batch in a file store of its own,
 // which costs more than a few plain writes.
 //
+// # Reading the log
+//
+// Log is the one reader of a stream in order, which the projections, the
+// tally's fold, the audit and the chaos runs share: Get reads a range
+// with batched direct gets (a gap in a consumer's deliveries, or a job's
+// history), Read a range with an ordered consumer (a replay or a
+// rebuild), and Follow goes on as the stream grows.
+//
 // # Servers and connections
 //
 // StartEmbedded runs a JetStream server in-process (serpent run without a

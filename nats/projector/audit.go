@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
@@ -67,8 +66,8 @@ func AuditLog(ctx context.Context, js jetstream.JetStream, o AuditOptions) (*aud
 		return nil, err
 	}
 	o.Progress("events", 0, last)
-	source := func(emit func([]Message) error) error {
-		_, err := ReadStream(ctx, js, o.Stream, o.Filter, 1, last, 1024, func(msgs []Message) error {
+	source := func(emit func([]snats.Message) error) error {
+		_, err := snats.NewLog(js, o.Stream, o.Filter).Read(ctx, 1, last, 1024, func(msgs []snats.Message) error {
 			if err := emit(msgs); err != nil {
 				return err
 			}
@@ -86,9 +85,9 @@ func AuditLog(ctx context.Context, js jetstream.JetStream, o AuditOptions) (*aud
 // AuditEvents audits a recorded log: message bodies as the log holds
 // them (an encoded event, or a group of them), in log order (Subject may
 // be empty; Seq numbers them).
-func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Auditor, error) {
+func AuditEvents(ctx context.Context, msgs []snats.Message, o AuditOptions) (*audit.Auditor, error) {
 	o = o.withDefaults()
-	source := func(emit func([]Message) error) error {
+	source := func(emit func([]snats.Message) error) error {
 		for start := 0; start < len(msgs); start += 1024 {
 			if err := emit(msgs[start:min(start+1024, len(msgs))]); err != nil {
 				return err
@@ -116,40 +115,21 @@ func AuditEvents(ctx context.Context, msgs []Message, o AuditOptions) (*audit.Au
 // by a replica behind the leader, and a history read short would be
 // checked as if it were whole.
 func loadJob(ctx context.Context, js jetstream.JetStream, stream, prefix, jobID string, through, last uint64) ([]events.Event, error) {
-	subject := prefix + jobID
+	msgs, err := snats.NewLog(js, stream, prefix+jobID).Get(ctx, 1, last)
+	if err != nil {
+		return nil, err
+	}
 	var out []events.Event
 	reached := uint64(0)
-	for seq := uint64(1); seq <= last; {
-		msgs, err := jetstreamext.GetBatch(ctx, js, stream, 256, jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchSubject(subject))
-		if err != nil {
-			return nil, fmt.Errorf("projector: read %s: %w", subject, err)
-		}
-		got := 0
-		for m, err := range msgs {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				break
+	for _, m := range msgs {
+		reached = m.Seq
+		if got, err := DecodeEvents(prefix, m, true); err == nil {
+			for _, rec := range got {
+				out = append(out, rec.Event)
 			}
-			if err != nil {
-				return nil, fmt.Errorf("projector: read %s: %w", subject, err)
-			}
-			seq = m.Sequence + 1
-			if m.Sequence > last {
-				return out, checkReached(subject, reached, through)
-			}
-			reached = m.Sequence
-			got++
-			got, err := DecodeEvents(prefix, Message{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}, true)
-			if err == nil {
-				for _, rec := range got {
-					out = append(out, rec.Event)
-				}
-			}
-		}
-		if got == 0 {
-			break
 		}
 	}
-	return out, checkReached(subject, reached, through)
+	return out, checkReached(prefix+jobID, reached, through)
 }
 
 func checkReached(subject string, reached, through uint64) error {
@@ -167,13 +147,13 @@ type decoded struct {
 
 // auditMessages decodes the source's messages in parallel, puts them back
 // in log order, and checks each job once it is finished (or at the end).
-func auditMessages(ctx context.Context, source func(emit func([]Message) error) error,
+func auditMessages(ctx context.Context, source func(emit func([]snats.Message) error) error,
 	reload func(jobID string, through uint64) ([]events.Event, error), o AuditOptions) (*audit.Auditor, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type chunk struct {
 		i    int
-		msgs []Message
+		msgs []snats.Message
 		out  chan decoded
 	}
 	// Chunks are decoded in parallel; their results are taken in order.
@@ -194,7 +174,7 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 		defer close(ordered)
 		defer close(in)
 		i := 0
-		readErr <- source(func(msgs []Message) error {
+		readErr <- source(func(msgs []snats.Message) error {
 			c := chunk{i: i, msgs: msgs, out: make(chan decoded, 1)}
 			i++
 			select {
@@ -268,7 +248,7 @@ func auditMessages(ctx context.Context, source func(emit func([]Message) error) 
 
 // decodeChunk decodes messages; those that are not readable events of
 // their subject's job are returned apart.
-func decodeChunk(prefix string, msgs []Message) decoded {
+func decodeChunk(prefix string, msgs []snats.Message) decoded {
 	d := decoded{recs: make([]projections.Record, 0, len(msgs))}
 	for _, m := range msgs {
 		got, err := DecodeEvents(prefix, m, true)

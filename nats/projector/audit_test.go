@@ -55,9 +55,9 @@ func TestAuditLog(t *testing.T) {
 	}
 
 	// The same log as a recording, without subjects.
-	var msgs []projector.Message
+	var msgs []snats.Message
 	for _, r := range w.recs {
-		msgs = append(msgs, projector.Message{Seq: r.Seq, Data: mustEncode(t, r.Event)})
+		msgs = append(msgs, snats.Message{Seq: r.Seq, Data: mustEncode(t, r.Event)})
 	}
 	a, err := projector.AuditEvents(ctx, msgs, projector.AuditOptions{Audit: opts})
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -63,7 +64,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			continue // applied before: acknowledged with this batch
 		}
 		if seq > next {
-			missing, err := readRange(ctx, r.js, r.cfg.Stream, r.cfg.Filter, next, seq-1)
+			missing, err := snats.NewLog(r.js, r.cfg.Stream, r.cfg.Filter).Get(ctx, next, seq-1)
 			if err != nil {
 				return err
 			}
@@ -82,7 +83,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			gaps += len(missing)
 		}
-		got, err := DecodeEvents(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		got, err := DecodeEvents(prefix, snats.Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
 		if err != nil {
 			return err
 		}

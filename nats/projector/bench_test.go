@@ -98,9 +98,9 @@ func benchEvents(b *testing.B, n int) [][]byte {
 func BenchmarkAuditEvents(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	evs := benchEvents(b, 1_000_000)
-	msgs := make([]projector.Message, len(evs))
+	msgs := make([]snats.Message, len(evs))
 	for i, e := range evs {
-		msgs[i] = projector.Message{Seq: uint64(i + 1), Data: e}
+		msgs[i] = snats.Message{Seq: uint64(i + 1), Data: e}
 	}
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -123,9 +123,9 @@ func BenchmarkAuditEvents(b *testing.B) {
 // the join with the billing ledger needs.
 func BenchmarkAuditMemory(b *testing.B) {
 	evs := benchEvents(b, 1_000_000)
-	msgs := make([]projector.Message, len(evs))
+	msgs := make([]snats.Message, len(evs))
 	for i, e := range evs {
-		msgs[i] = projector.Message{Seq: uint64(i + 1), Data: e}
+		msgs[i] = snats.Message{Seq: uint64(i + 1), Data: e}
 	}
 	live := func() uint64 {
 		runtime.GC()

@@ -16,8 +16,8 @@
 // a missing or half-built value.
 //
 // AuditLog and AuditEvents read a log (JetStream, or a recording) and
-// check every job with package audit; ReadStream is the ordered reader
-// they and the rebuild share.
+// check every job with package audit. Every read of the log goes through
+// the one reader of package nats (nats.Log).
 //
 // docs/projections.md documents the buckets' keys and values, the
 // guarantees and the figures.

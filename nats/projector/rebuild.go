@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -123,7 +124,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 			return err
 		}
 		o.Progress("events", rep.UpTo, to)
-		_, err = ReadStream(ctx, js, o.Stream, o.Filter, from, to, o.Batch, func(msgs []Message) error {
+		_, err = snats.NewLog(js, o.Stream, o.Filter).Read(ctx, from, to, o.Batch, func(msgs []snats.Message) error {
 			recs := make([]projections.Record, 0, len(msgs))
 			for _, m := range msgs {
 				got, err := DecodeEvents(prefix, m, false)

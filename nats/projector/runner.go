@@ -229,7 +229,7 @@ func (c Config) subjectPrefix() string {
 // history reads a job's events, from the first up to upTo.
 func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]projections.Record, error) {
 	prefix := r.cfg.subjectPrefix()
-	msgs, err := readRange(ctx, r.js, r.cfg.Stream, prefix+jobID, 1, upTo)
+	msgs, err := snats.NewLog(r.js, r.cfg.Stream, prefix+jobID).Get(ctx, 1, upTo)
 	if err != nil {
 		return nil, err
 	}
