@@ -84,6 +84,15 @@
 // history), Read a range with an ordered consumer (a replay or a
 // rebuild), and Follow goes on as the stream grows.
 //
+// # Leases
+//
+// Lease is a claim on one KV key that one process holds at a time, taken
+// and renewed with compare-and-set writes: the projection runner's lease
+// and a rebuild's locks (judged by a revision that stands still for a
+// TTL, no clocks compared), and the engines' turns at the sweep for lost
+// timers (judged by the time written in the record, by the server's
+// clock).
+//
 // # Servers and connections
 //
 // StartEmbedded runs a JetStream server in-process (serpent run without a

@@ -62,7 +62,7 @@ type applier struct {
 // apply folds recs, in stream order, into every value they change, and
 // returns once each changed value is durably written. ok, if given, is
 // asked before each window of writes; when it says no (the runner's lease
-// is no longer trusted) apply stops with errLeaseLost.
+// is no longer trusted) apply stops with snats.ErrLeaseLost.
 func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func() bool) error {
 	return a.applyHolding(ctx, recs, nil, ok)
 }
@@ -236,7 +236,7 @@ func (a *applier) writeAll(ctx context.Context, todo []projections.Target, curre
 			for start := 0; start < len(targets); start += writeWindow {
 				if ok != nil && !ok() {
 					mu.Lock()
-					errs = append(errs, errLeaseLost)
+					errs = append(errs, snats.ErrLeaseLost)
 					mu.Unlock()
 					return
 				}
@@ -254,8 +254,8 @@ func (a *applier) writeAll(ctx context.Context, todo []projections.Target, curre
 		}()
 	}
 	wg.Wait()
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errLeaseLost) }) {
-		return nil, errLeaseLost
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, snats.ErrLeaseLost) }) {
+		return nil, snats.ErrLeaseLost
 	}
 	return conflicted, errors.Join(errs...)
 }

@@ -99,8 +99,8 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 	hold := r.holdFrom(recs, prev.jobs, last, lastSeq)
 	all := append(slices.Clip(prev.recs), recs...) // held records come first in the log
 	if len(all) > 0 {
-		if !r.lease.held() {
-			return errLeaseLost
+		if !r.lease.Held() {
+			return snats.ErrLeaseLost
 		}
 		if err := r.app.applyHolding(ctx, all, hold.jobs, func() bool { return r.keepLease(ctx) }); err != nil {
 			return err

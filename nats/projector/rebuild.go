@@ -93,19 +93,19 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 	holder := o.Name + "-rebuild-" + randomSuffix()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	lock := newLease(ctl, rebuildKey, holder, "rebuild", o.LeaseTTL)
-	pause := newLease(ctl, pauseKey, holder, "rebuild", o.LeaseTTL)
-	runner := newLease(ctl, leaseKey, holder, "rebuild", o.LeaseTTL)
+	lock := snats.NewLease(ctl, rebuildKey, snats.LeaseConfig{Holder: holder, What: "rebuild", TTL: o.LeaseTTL})
+	pause := snats.NewLease(ctl, pauseKey, snats.LeaseConfig{Holder: holder, What: "rebuild", TTL: o.LeaseTTL})
+	runner := snats.NewLease(ctl, leaseKey, snats.LeaseConfig{Holder: holder, What: "rebuild", TTL: o.LeaseTTL})
 	k := &keeper{cancel: cancel}
 	defer func() {
 		k.stop()
 		done := context.WithoutCancel(ctx)
-		runner.release(done)
-		pause.release(done)
+		_ = runner.Release(done)
+		_ = pause.Release(done)
 		if !o.KeepStaging {
 			_ = dropStaging(done, js)
 		}
-		lock.release(done)
+		_ = lock.Release(done)
 	}()
 	if err := k.take(ctx, lock, "another rebuild is running"); err != nil {
 		return rep, err
@@ -165,7 +165,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 	if err != nil {
 		return rep, err
 	}
-	sw, err := switchOver(ctx, staging, live, runner.held, o.Progress)
+	sw, err := switchOver(ctx, staging, live, runner.Held, o.Progress)
 	if err != nil {
 		return rep, cause(ctx, err)
 	}
@@ -214,7 +214,7 @@ func cause(ctx context.Context, err error) error {
 // one is lost.
 type keeper struct {
 	mu     sync.Mutex
-	leases []*lease
+	leases []*snats.Lease
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -222,10 +222,10 @@ type keeper struct {
 
 // take acquires l, waiting up to three TTLs (a holder that died leaves its
 // lease to stand still for one), and keeps it renewed.
-func (k *keeper) take(ctx context.Context, l *lease, busy string) error {
-	deadline := time.Now().Add(3 * l.ttl)
+func (k *keeper) take(ctx context.Context, l *snats.Lease, busy string) error {
+	deadline := time.Now().Add(3 * l.TTL())
 	for {
-		ok, err := l.acquire(ctx)
+		ok, err := l.Acquire(ctx)
 		if err != nil {
 			return err
 		}
@@ -236,9 +236,9 @@ func (k *keeper) take(ctx context.Context, l *lease, busy string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("projector: %s (key %s of %s); try again later", busy, l.key, ControlBucket)
+			return fmt.Errorf("projector: %s (key %s of %s); try again later", busy, l.Key(), ControlBucket)
 		}
-		sleep(ctx, l.ttl/10)
+		sleep(ctx, l.TTL()/10)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -267,11 +267,11 @@ func (k *keeper) run(ctx context.Context, every time.Duration, done chan struct{
 		case <-t.C:
 		}
 		k.mu.Lock()
-		leases := append([]*lease(nil), k.leases...)
+		leases := append([]*snats.Lease(nil), k.leases...)
 		k.mu.Unlock()
 		for _, l := range leases {
-			if err := l.renew(ctx); err != nil && ctx.Err() == nil {
-				k.cancel(fmt.Errorf("projector: rebuild lost its %s lease: %w", l.key, err))
+			if err := l.Renew(ctx); err != nil && ctx.Err() == nil {
+				k.cancel(fmt.Errorf("projector: rebuild lost its %s lease: %w", l.Key(), err))
 				return
 			}
 		}
