@@ -26,6 +26,9 @@ type sweeper struct {
 	// mx counts the sweeps (nil: not counted).
 	mx  *metrics.Metrics
 	log *slog.Logger
+	// turns is this engine's turn at the periodic sweeps, once the metrics
+	// bucket is found.
+	turns *snats.SweepTurn
 }
 
 // run sweeps at start and then every s.every. It looks only at the jobs
@@ -83,17 +86,23 @@ func (s *sweeper) Run(ctx context.Context, once func()) {
 }
 
 // turn says whether this round's periodic sweep is this engine's to
-// make, recording it if so (worker.SweepTurn): whether it made the last
+// make, recording it if so (snats.SweepTurn): whether it made the last
 // one, or no engine has begun one in the last nine tenths of s.every. If
 // the record cannot be read or written, the engine sweeps all the same.
 func (s *sweeper) turn(ctx context.Context) bool {
-	kv, err := s.js.KeyValue(ctx, snats.MetricsBucket)
 	var (
 		mine bool
-		last engine.SweepRecord
+		last snats.SweepRecord
+		err  error
 	)
-	if err == nil {
-		mine, last, err = engine.SweepTurn(ctx, kv, s.eng.Name(), s.now(), s.every)
+	if s.turns == nil {
+		var kv jetstream.KeyValue
+		if kv, err = s.js.KeyValue(ctx, snats.MetricsBucket); err == nil {
+			s.turns = snats.NewSweepTurn(kv, s.eng.Name(), s.every, s.now)
+		}
+	}
+	if s.turns != nil {
+		mine, last, err = s.turns.Take(ctx)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -110,16 +119,12 @@ func (s *sweeper) turn(ctx context.Context) bool {
 }
 
 // leaveTurn gives up the turn this engine took, after its sweep of the
-// jobs or of the schedules failed (worker.LeaveSweepTurn).
+// jobs or of the schedules failed (snats.SweepTurn.Leave).
 func (s *sweeper) leaveTurn(ctx context.Context) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || s.turns == nil {
 		return // stopping: the failure was the stop's
 	}
-	kv, err := s.js.KeyValue(ctx, snats.MetricsBucket)
-	if err == nil {
-		err = engine.LeaveSweepTurn(ctx, kv, s.eng.Name())
-	}
-	if err != nil && ctx.Err() == nil {
+	if err := s.turns.Leave(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: could not give the turn up after a failed sweep", "err", err)
 	}
 }

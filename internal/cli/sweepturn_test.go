@@ -31,8 +31,8 @@ func TestSweepTakesTurns(t *testing.T) {
 	ctx := t.Context()
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
-	last := func() engine.SweepRecord {
-		var rec engine.SweepRecord
+	last := func() snats.SweepRecord {
+		var rec snats.SweepRecord
 		if e, err := kv.Get(ctx, snats.MetricsSweepKey); err == nil {
 			require.NoError(t, json.Unmarshal(e.Value(), &rec))
 		}
@@ -48,7 +48,7 @@ func TestSweepTakesTurns(t *testing.T) {
 	// Another engine, as it were, begins a sweep again and again.
 	left := `sweep left to the engine that began one" by=engine-b`
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		rec, err := json.Marshal(engine.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
+		rec, err := json.Marshal(snats.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
 		require.NoError(t, err)
 		_, err = kv.Put(ctx, snats.MetricsSweepKey, rec)
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package engine_test
+package nats_test
 
 import (
 	"context"
@@ -10,10 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
+
+// takeTurn is worker's SweepTurn.Take at now, for sweeps every every.
+func takeTurn(ctx context.Context, kv jetstream.KeyValue, worker string, now time.Time, every time.Duration) (bool, snats.SweepRecord, error) {
+	return snats.NewSweepTurn(kv, worker, every, func() time.Time { return now }).Take(ctx)
+}
 
 func sweepBucket(t *testing.T) jetstream.KeyValue {
 	t.Helper()
@@ -32,9 +36,9 @@ func TestSweepTurn(t *testing.T) {
 	ctx := context.Background()
 	every := 10 * time.Minute
 	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-	turn := func(w string, at time.Duration) (bool, engine.SweepRecord) {
+	turn := func(w string, at time.Duration) (bool, snats.SweepRecord) {
 		t.Helper()
-		mine, last, err := engine.SweepTurn(ctx, kv, w, t0.Add(at), every)
+		mine, last, err := takeTurn(ctx, kv, w, t0.Add(at), every)
 		require.NoError(t, err)
 		return mine, last
 	}
@@ -43,7 +47,7 @@ func TestSweepTurn(t *testing.T) {
 	require.True(t, mine, "no sweep yet")
 	mine, last := turn("b", 5*time.Minute)
 	require.False(t, mine, "a swept five minutes ago")
-	require.Equal(t, engine.SweepRecord{Began: t0, Worker: "a"}, last)
+	require.Equal(t, snats.SweepRecord{Began: t0, Worker: "a"}, last)
 	mine, _ = turn("a", 6*time.Minute)
 	require.True(t, mine, "a made the last sweep: its turn, whatever its clock says")
 	mine, _ = turn("b", 14*time.Minute+59*time.Second)
@@ -53,7 +57,7 @@ func TestSweepTurn(t *testing.T) {
 	require.Equal(t, "a", last.Worker)
 	mine, last = turn("a", 16*time.Minute)
 	require.False(t, mine, "b has just swept")
-	require.Equal(t, engine.SweepRecord{Began: t0.Add(15*time.Minute + 24*time.Second), Worker: "b"}, last)
+	require.Equal(t, snats.SweepRecord{Began: t0.Add(15*time.Minute + 24*time.Second), Worker: "b"}, last)
 	mine, _ = turn("b", 10*time.Minute)
 	require.True(t, mine, "b's own record, ahead of b's clock stepped back")
 }
@@ -77,7 +81,7 @@ func TestSweepTurnOfOneAtOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, last, err := engine.SweepTurn(ctx, kv, w, at, time.Hour)
+				ok, last, err := takeTurn(ctx, kv, w, at, time.Hour)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -105,25 +109,25 @@ func TestSweepTurnOverAnUnreadableRecord(t *testing.T) {
 	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	_, err := kv.Put(ctx, snats.MetricsSweepKey, []byte("not json"))
 	require.NoError(t, err)
-	mine, _, err := engine.SweepTurn(ctx, kv, "a", now, time.Hour)
+	mine, _, err := takeTurn(ctx, kv, "a", now, time.Hour)
 	require.NoError(t, err)
 	require.True(t, mine)
 
 	_, err = kv.Put(ctx, snats.MetricsSweepKey, []byte(`{"began":"2027-12-06T10:00:00Z","worker":"ahead"}`))
 	require.NoError(t, err)
-	mine, last, err := engine.SweepTurn(ctx, kv, "a", now, time.Hour)
+	mine, last, err := takeTurn(ctx, kv, "a", now, time.Hour)
 	require.NoError(t, err)
 	require.True(t, mine, "a record a year ahead is an engine's clock far off")
 	require.Equal(t, "ahead", last.Worker)
-	mine, _, err = engine.SweepTurn(ctx, kv, "b", now.Add(-59*time.Minute), time.Hour)
+	mine, _, err = takeTurn(ctx, kv, "b", now.Add(-59*time.Minute), time.Hour)
 	require.NoError(t, err)
 	require.False(t, mine, "a record less than an interval ahead is an engine's clock a little off")
 
 	require.NoError(t, kv.Delete(ctx, snats.MetricsSweepKey))
-	mine, _, err = engine.SweepTurn(ctx, kv, "b", now, time.Hour)
+	mine, _, err = takeTurn(ctx, kv, "b", now, time.Hour)
 	require.NoError(t, err)
 	require.True(t, mine)
-	mine, last, err = engine.SweepTurn(ctx, kv, "c", now, time.Hour)
+	mine, last, err = takeTurn(ctx, kv, "c", now, time.Hour)
 	require.NoError(t, err)
 	require.False(t, mine)
 	require.Equal(t, "b", last.Worker)
@@ -137,7 +141,7 @@ func TestSweepTurnWithoutTheBucket(t *testing.T) {
 	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket})
 	require.NoError(t, err)
 	require.NoError(t, srv.JS.DeleteKeyValue(ctx, snats.MetricsBucket))
-	mine, _, err := engine.SweepTurn(ctx, kv, "a", time.Now(), time.Hour)
+	mine, _, err := takeTurn(ctx, kv, "a", time.Now(), time.Hour)
 	require.Error(t, err)
 	require.False(t, mine)
 }
@@ -148,20 +152,26 @@ func TestLeaveSweepTurn(t *testing.T) {
 	kv := sweepBucket(t)
 	ctx := context.Background()
 	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-	mine, _, err := engine.SweepTurn(ctx, kv, "a", now, time.Hour)
+	turn := func(worker string) *snats.SweepTurn {
+		return snats.NewSweepTurn(kv, worker, time.Hour, func() time.Time { return now })
+	}
+	a := turn("a")
+	mine, _, err := a.Take(ctx)
 	require.NoError(t, err)
 	require.True(t, mine)
-	require.NoError(t, engine.LeaveSweepTurn(ctx, kv, "a"))
-	mine, _, err = engine.SweepTurn(ctx, kv, "b", now.Add(time.Minute), time.Hour)
+	require.NoError(t, a.Leave(ctx))
+	now = now.Add(time.Minute)
+	mine, _, err = turn("b").Take(ctx)
 	require.NoError(t, err)
 	require.True(t, mine, "a gave its turn up")
 
-	require.NoError(t, engine.LeaveSweepTurn(ctx, kv, "a"))
-	mine, last, err := engine.SweepTurn(ctx, kv, "c", now.Add(2*time.Minute), time.Hour)
+	require.NoError(t, a.Leave(ctx))
+	now = now.Add(time.Minute)
+	mine, last, err := turn("c").Take(ctx)
 	require.NoError(t, err)
 	require.False(t, mine, "b's turn stays b's")
 	require.Equal(t, "b", last.Worker)
-	require.NoError(t, engine.LeaveSweepTurn(ctx, kv, "nobody"))
+	require.NoError(t, turn("nobody").Leave(ctx))
 }
 
 // TestSweepTurnOnACluster: on a bucket of three replicas, engines on
@@ -197,7 +207,7 @@ func TestSweepTurnOnACluster(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, _, err := engine.SweepTurn(ctx, kv, fmt.Sprint("engine-", i), at, time.Hour)
+				ok, _, err := takeTurn(ctx, kv, fmt.Sprint("engine-", i), at, time.Hour)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
