@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -19,7 +18,7 @@ const lagTimeout = 2 * time.Second
 // projections' lag into metrics at scrape time.
 type logCollector struct {
 	tally   *projections.Tally
-	lag     func(ctx context.Context) (projector.Lag, error)
+	lag     func(ctx context.Context) (Lag, error)
 	lastSeq func(ctx context.Context) (uint64, error)
 }
 

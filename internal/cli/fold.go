@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/metrics"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -23,7 +23,7 @@ func keepFold(js jetstream.JetStream, tally *projections.Tally, log *slog.Logger
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		seq, counted, err := metrics.Resume(ctx, js, tally)
+		seq, counted, err := projector.ResumeTally(ctx, js, tally)
 		if err != nil {
 			log.Info("metrics: counting the event log from its start", "why", err)
 		} else if seq > 0 {
@@ -32,9 +32,9 @@ func keepFold(js jetstream.JetStream, tally *projections.Tally, log *slog.Logger
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			metrics.KeepCheckpoint(ctx, js, tally, counted, seq, metrics.DefaultCheckpointEvery, log)
+			projector.KeepTallyCheckpoint(ctx, js, tally, counted, seq, projector.DefaultTallyCheckpointEvery, log)
 		}()
-		metrics.Follow(ctx, js, tally, log)
+		projector.FollowTally(ctx, js, tally, log)
 	}()
 	return sync.OnceFunc(func() {
 		cancel()

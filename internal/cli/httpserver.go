@@ -54,7 +54,10 @@ func (s *opsServer) clock() time.Time {
 // days are stamped by the server's, and read by it too.
 func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time) (*metrics.Metrics, *projections.Tally) {
 	tally := projections.NewTally().ForgetFinished()
-	lag := func(ctx context.Context) (projector.Lag, error) { return projector.ReadLag(ctx, js, "", now()) }
+	lag := func(ctx context.Context) (metrics.Lag, error) {
+		lag, err := projector.ReadLag(ctx, js, "", now())
+		return metrics.Lag{Pending: lag.Pending, Behind: lag.Behind}, err
+	}
 	last := func(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, js) }
 	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js, now()) }
 	return metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Accounts: accts, Worker: worker, Version: version}), tally

@@ -14,7 +14,6 @@ import (
 
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/metrics"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
@@ -112,7 +111,7 @@ func TestReadmeReference(t *testing.T) {
 // hook has been used.
 func metricNames(t *testing.T) []string {
 	t.Helper()
-	lag := func(context.Context) (projector.Lag, error) { return projector.Lag{}, nil }
+	lag := func(context.Context) (metrics.Lag, error) { return metrics.Lag{}, nil }
 	tally := projections.NewTally()
 	tally.CatchUpTo(0) // an empty log: every figure is served
 	last := func(context.Context) (uint64, error) { return 0, nil }

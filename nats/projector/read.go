@@ -19,7 +19,7 @@ import (
 // (projections.DecodeLight). Errors are *eventstore.CorruptError. prefix is
 // what comes before the job id in the subject (for SERP_EVENTS,
 // snats.EventSubjectPrefix). The runner, the audit and the metrics' fold
-// (metrics.Follow) all read the log with it, so they agree on what is an
+// (FollowTally) all read the log with it, so they agree on what is an
 // event.
 func DecodeEvents(prefix string, m snats.Message, light bool) ([]projections.Record, error) {
 	jobID := strings.TrimPrefix(m.Subject, prefix)

@@ -1,4 +1,4 @@
-package metrics_test
+package projector_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
@@ -61,7 +61,7 @@ func (p *partsLog) tally() *projections.Tally {
 	p.log = st.CachedInfo().Created
 	ctx, cancel := context.WithCancel(p.t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); metrics.Follow(ctx, p.srv.JS, tl, nil) }()
+	go func() { defer close(done); projector.FollowTally(ctx, p.srv.JS, tl, nil) }()
 	natstest.WaitFor(p.t, 10*time.Second, func() error {
 		if tl.Seq() != p.last {
 			return fmt.Errorf("counted up to %d of %d", tl.Seq(), p.last)
@@ -76,7 +76,7 @@ func (p *partsLog) tally() *projections.Tally {
 // save writes tl's checkpoint, and requires it written.
 func (p *partsLog) save(tl *projections.Tally, msgAndArgs ...any) {
 	p.t.Helper()
-	saved, err := metrics.SaveCheckpoint(p.t.Context(), p.srv.JS, tl, p.log)
+	saved, err := projector.SaveTallyCheckpoint(p.t.Context(), p.srv.JS, tl, p.log)
 	require.NoError(p.t, err, msgAndArgs...)
 	require.True(p.t, saved, msgAndArgs...)
 }
@@ -113,15 +113,15 @@ func (p *partsLog) parts() []string {
 // resume is a fresh tally resumed from the checkpoint, and where from.
 func (p *partsLog) resume() (*projections.Tally, uint64, error) {
 	tl := projections.NewTally().ForgetFinished()
-	seq, _, err := metrics.Resume(p.t.Context(), p.srv.JS, tl)
+	seq, _, err := projector.ResumeTally(p.t.Context(), p.srv.JS, tl)
 	return tl, seq, err
 }
 
 // A checkpoint larger than a part is written in parts, head last, and
 // read back whole; the parts of the checkpoints it replaced are purged,
 // those of one further along left for the engine writing it.
-func TestCheckpointInParts(t *testing.T) {
-	metrics.SetPartSize(t, 200)
+func TestTallyCheckpointInParts(t *testing.T) {
+	projector.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
 	p.write(30)
@@ -172,7 +172,7 @@ func TestCheckpointInParts(t *testing.T) {
 
 	// A tally small enough for one value writes its whole checkpoint in
 	// the head again, and the parts behind it go.
-	metrics.SetPartSize(t, 1<<20)
+	projector.SetPartSize(t, 1<<20)
 	p.write(1)
 	third := p.tally()
 	p.save(third)
@@ -188,8 +188,8 @@ func TestCheckpointInParts(t *testing.T) {
 // names, is refused whole: the engine counts the log from its start, as
 // without one. Its head is deleted, so that the next save, even of a
 // tally no further along, writes a good one.
-func TestCheckpointPartsDamaged(t *testing.T) {
-	metrics.SetPartSize(t, 200)
+func TestTallyCheckpointPartsDamaged(t *testing.T) {
+	projector.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
 	p.write(20)
@@ -234,8 +234,8 @@ func TestCheckpointPartsDamaged(t *testing.T) {
 
 // Engines saving at once, each in parts: the head is the furthest
 // along's, its parts are whole, and the next save leaves only its own.
-func TestCheckpointPartsRace(t *testing.T) {
-	metrics.SetPartSize(t, 200)
+func TestTallyCheckpointPartsRace(t *testing.T) {
+	projector.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
 	var tallies []*projections.Tally
@@ -249,7 +249,7 @@ func TestCheckpointPartsRace(t *testing.T) {
 	for _, tl := range tallies {
 		for range 4 {
 			wg.Go(func() {
-				_, err := metrics.SaveCheckpoint(ctx, p.srv.JS, tl, p.log)
+				_, err := projector.SaveTallyCheckpoint(ctx, p.srv.JS, tl, p.log)
 				assert.NoError(t, err)
 			})
 		}
@@ -289,8 +289,8 @@ func (h *hookJS) Stream(ctx context.Context, name string) (jetstream.Stream, err
 // A checkpoint written while a save or a resume was under way, of a log
 // that moved past the end they read, is still the log's: a save behind
 // it does not write over it, and a resume takes it.
-func TestCheckpointPastTheEndRead(t *testing.T) {
-	metrics.SetPartSize(t, 200)
+func TestTallyCheckpointPastTheEndRead(t *testing.T) {
+	projector.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
 	p.write(10)
@@ -300,7 +300,7 @@ func TestCheckpointPastTheEndRead(t *testing.T) {
 		p.save(p.tally())
 	}
 
-	saved, err := metrics.SaveCheckpoint(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, behind, p.log)
+	saved, err := projector.SaveTallyCheckpoint(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, behind, p.log)
 	require.NoError(t, err)
 	require.False(t, saved, "the checkpoint there is further along")
 	h := p.head()
@@ -308,7 +308,7 @@ func TestCheckpointPastTheEndRead(t *testing.T) {
 	require.Len(t, p.parts(), h.Parts.N)
 
 	tl := projections.NewTally().ForgetFinished()
-	seq, _, err := metrics.Resume(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, tl)
+	seq, _, err := projector.ResumeTally(ctx, &hookJS{JetStream: p.srv.JS, hook: further}, tl)
 	require.NoError(t, err)
 	require.Equal(t, p.last, seq)
 	require.Equal(t, 20, tl.Remembered())
@@ -335,8 +335,8 @@ func (j timeoutJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyVa
 // What is not a part is left alone; parts that may be another engine's
 // stay while the head there is one no tally takes; the parts of a head
 // whose write timed out, stored all the same, are kept.
-func TestCheckpointPartsKept(t *testing.T) {
-	metrics.SetPartSize(t, 200)
+func TestTallyCheckpointPartsKept(t *testing.T) {
+	projector.SetPartSize(t, 200)
 	p := newPartsLog(t)
 	ctx := t.Context()
 	_, err := p.kv.Put(ctx, snats.MetricsCheckpointKey+".bak", []byte("an operator's copy"))
@@ -357,7 +357,7 @@ func TestCheckpointPartsKept(t *testing.T) {
 	require.Contains(t, p.parts(), snats.MetricsCheckpointKey+".bak")
 	require.Len(t, p.parts(), h.Parts.N+2)
 
-	saved, err := metrics.SaveCheckpoint(ctx, timeoutJS{p.srv.JS}, p.tally(), p.log)
+	saved, err := projector.SaveTallyCheckpoint(ctx, timeoutJS{p.srv.JS}, p.tally(), p.log)
 	require.ErrorIs(t, err, natsgo.ErrTimeout)
 	require.False(t, saved)
 	got, seq, err := p.resume()

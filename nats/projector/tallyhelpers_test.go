@@ -1,4 +1,4 @@
-package metrics_test
+package projector_test
 
 import (
 	"testing"
@@ -6,11 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections"
-	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
 // eventLog starts a server with an empty SERP_EVENTS and an event store
@@ -34,12 +32,4 @@ func jobsIn(c projections.TallyCounts) map[aggregate.Status]int {
 		}
 	}
 	return out
-}
-
-// sampleRecords is projectionstest's six jobs, interleaved as a busy engine
-// writes them.
-func sampleRecords(t *testing.T) ([][]events.Event, []projections.Record) {
-	t.Helper()
-	jobs := projectionstest.SampleLog(t)
-	return jobs, projectionstest.Interleave(jobs)
 }

@@ -1,4 +1,4 @@
-package metrics_test
+package projector_test
 
 import (
 	"context"
@@ -8,23 +8,24 @@ import (
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
-// TestFollowForgetsFinishedJobs: a tally that lets finished jobs go,
-// fed by Follow from a real SERP_EVENTS, holds only the jobs in flight,
+// TestFollowTallyForgetsFinishedJobs: a tally that lets finished jobs go,
+// fed by FollowTally from a real SERP_EVENTS, holds only the jobs in flight,
 // and when a finished job comes back (charged without a result, then
 // bought again by an operator) it loads the job's events and counts it
 // exactly as a tally that remembers every job.
-func TestFollowForgetsFinishedJobs(t *testing.T) {
+func TestFollowTallyForgetsFinishedJobs(t *testing.T) {
 	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -35,7 +36,7 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 	defer cancel()
 	for _, tally := range []*projections.Tally{forgetful, full} {
 		wg.Add(1)
-		go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+		go func() { defer wg.Done(); projector.FollowTally(ctx, srv.JS, tally, nil) }()
 	}
 
 	// Jobs that finish at once, and the one that comes back.
@@ -96,7 +97,7 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 	require.Zero(t, c.DoubleCharges, "a re-purchase an operator authorised is not a double charge")
 }
 
-// TestFollowCountsMisplacedEventsAsUndecodable: Follow reads the log as
+// TestFollowTallyCountsMisplacedEventsAsUndecodable: FollowTally reads the log as
 // the projector, the audit and the store do (projector.DecodeEvents): an
 // event stored on another job's subject, or under another message id or
 // type header, is not an event of the log but a corrupt message
@@ -104,7 +105,7 @@ func TestFollowForgetsFinishedJobs(t *testing.T) {
 // Counted as events, each stray copy of a job's ObservationStored would
 // be a second purchase of the job, and would move its state through a
 // replay of its history.
-func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
+func TestFollowTallyCountsMisplacedEventsAsUndecodable(t *testing.T) {
 	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -136,7 +137,7 @@ func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
 	tally := projections.NewTally().ForgetFinished()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	go func() { defer wg.Done(); projector.FollowTally(ctx, srv.JS, tally, nil) }()
 	defer wg.Wait()
 	defer cancel()
 	natstest.WaitFor(t, 10*time.Second, func() error {
@@ -150,4 +151,59 @@ func TestFollowCountsMisplacedEventsAsUndecodable(t *testing.T) {
 	require.EqualValues(t, 1, c.Purchases, "one search was bought")
 	require.Zero(t, c.DoubleCharges)
 	require.Equal(t, map[aggregate.Status]int{aggregate.StatusSucceeded: 1}, jobsIn(c))
+}
+
+// TestFollowTallyOfAnEmptyLogIsCaughtUp: on an empty log there is nothing
+// to count before the figures are whole: the tally is caught up at once.
+func TestFollowTallyOfAnEmptyLogIsCaughtUp(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	tally := projections.NewTally().ForgetFinished()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); projector.FollowTally(ctx, srv.JS, tally, nil) }()
+	defer wg.Wait()
+	defer cancel()
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if !tally.Counts().CaughtUp {
+			return fmt.Errorf("not caught up")
+		}
+		return nil
+	})
+	require.Zero(t, tally.Counts().Purchases)
+}
+
+// TestFollowTallyCatchesUpWhenTheLogsEndIsDeleted: the log's last message
+// deleted after FollowTally noted where the log ended is never delivered;
+// the message before it, with nothing pending after it, is the end. (The
+// engine's SERP_EVENTS denies deletes; an operator's copy of it, or a
+// purge, may not.)
+func TestFollowTallyCatchesUpWhenTheLogsEndIsDeleted(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: snats.EventStream, Subjects: []string{snats.EventSubjectPrefix + ">"}})
+	require.NoError(t, err)
+	for range 3 {
+		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`not an event`))
+		require.NoError(t, err)
+	}
+	tally := projections.NewTally()
+	tally.CatchUpTo(3) // what FollowTally notes when it starts
+	require.NoError(t, stream.DeleteMsg(ctx, 3))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); projector.FollowTally(ctx, srv.JS, tally, nil) }()
+	defer wg.Wait()
+	defer cancel()
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if c := tally.Counts(); !c.CaughtUp {
+			return fmt.Errorf("not caught up at %d", c.Seq)
+		}
+		return nil
+	})
+	require.EqualValues(t, 2, tally.Counts().Undecodable)
 }

@@ -1,4 +1,4 @@
-package metrics
+package projector
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -127,7 +126,7 @@ func readParts(ctx context.Context, kv jetstream.KeyValue, p checkpointParts) ([
 }
 
 // partsStream is the stream of the serp_metrics bucket.
-var partsStream = projector.BucketStream(snats.MetricsBucket)
+var partsStream = BucketStream(snats.MetricsBucket)
 
 // bucketPrefix is the subject of every key of the bucket, less the key.
 const bucketPrefix = "$KV." + snats.MetricsBucket + "."

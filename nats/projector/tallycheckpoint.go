@@ -1,4 +1,4 @@
-package metrics
+package projector
 
 import (
 	"context"
@@ -14,21 +14,22 @@ import (
 	"github.com/serpent-engine/serpent/projections"
 )
 
-// DefaultCheckpointEvery is how often KeepCheckpoint writes a tally that
-// moved.
-const DefaultCheckpointEvery = 30 * time.Second
+// DefaultTallyCheckpointEvery is how often KeepTallyCheckpoint writes a
+// tally that moved.
+const DefaultTallyCheckpointEvery = 30 * time.Second
 
-// Resume restores t, before it applies anything, from the checkpoint in
-// the serp_metrics bucket, and returns the stream sequence t resumes after
-// and the log t counts (its stream's creation time, which tells it apart
-// from a log made again under the same name; SaveCheckpoint and
-// KeepCheckpoint write checkpoints of that log only). The sequence is 0,
-// and t left as it was, when there is no checkpoint, or none t can take
-// (projections.ErrTallyCheckpoint: another format, another log, a sequence past the log's
-// end, a tally set otherwise, parts missing or not those the head names).
-// Follow then reads the log from there. A head whose parts are missing
-// or damaged is deleted, so that the next save writes one anew.
-func Resume(ctx context.Context, js jetstream.JetStream, t *projections.Tally) (uint64, time.Time, error) {
+// ResumeTally restores t, before it applies anything, from the checkpoint
+// in the serp_metrics bucket, and returns the stream sequence t resumes
+// after and the log t counts (its stream's creation time, which tells it
+// apart from a log made again under the same name; SaveTallyCheckpoint
+// and KeepTallyCheckpoint write checkpoints of that log only). The
+// sequence is 0, and t left as it was, when there is no checkpoint, or
+// none t can take (projections.ErrTallyCheckpoint: another format,
+// another log, a sequence past the log's end, a tally set otherwise,
+// parts missing or not those the head names). FollowTally then reads the
+// log from there. A head whose parts are missing or damaged is deleted,
+// so that the next save writes one anew.
+func ResumeTally(ctx context.Context, js jetstream.JetStream, t *projections.Tally) (uint64, time.Time, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
 		return 0, time.Time{}, err
@@ -142,8 +143,8 @@ func logEnd(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamI
 	}
 }
 
-// SaveCheckpoint writes t's checkpoint, of the log t counts (log, as
-// Resume returned it), to the serp_metrics bucket, unless the one there
+// SaveTallyCheckpoint writes t's checkpoint, of the log t counts (log, as
+// ResumeTally returned it), to the serp_metrics bucket, unless the one there
 // is as far along and one t could take (another engine wrote it); it
 // reports whether it wrote. It writes nothing if the stream is no longer
 // that log (it was made again meanwhile): what t counted is not of the
@@ -157,7 +158,7 @@ func logEnd(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamI
 // parts are written, so that they do not pile up); after a head is
 // written, those of the head it replaced too, when an error comes with
 // written true: the checkpoint stands.
-func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log time.Time) (bool, error) {
+func SaveTallyCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log time.Time) (bool, error) {
 	info, err := logInfo(ctx, js)
 	if err != nil {
 		return false, err
@@ -176,7 +177,7 @@ func SaveCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.
 	}
 	forget, end := t.Forgets(), logEnd(ctx, js, info)
 	// farther reports whether the checkpoint there is one a tally could
-	// take and as far along as t's. One a tally could not take (Resume
+	// take and as far along as t's. One a tally could not take (ResumeTally
 	// would refuse it) is written over whatever its sequence; one past
 	// the log's end as this save began is looked at against the log's end
 	// now, as another engine may have counted further meanwhile.
@@ -298,30 +299,30 @@ func saveHead(ctx context.Context, kv jetstream.KeyValue, head []byte, farther f
 	return false, true, errors.New("metrics: checkpoint not written: other engines wrote it three times meanwhile")
 }
 
-// KeepCheckpoint saves t's checkpoint of log (SaveCheckpoint) every
+// KeepTallyCheckpoint saves t's checkpoint of log (SaveTallyCheckpoint) every
 // interval while t has moved past the last one saved, and once more when
 // ctx ends, until then. from is the sequence of the checkpoint t was
-// restored from (as Resume returned it; 0 for none): t is saved once it
-// is past that, however far t had counted when KeepCheckpoint began. A
-// zero log, when Resume could not read the stream, is the stream's as the
+// restored from (as ResumeTally returned it; 0 for none): t is saved once it
+// is past that, however far t had counted when KeepTallyCheckpoint began. A
+// zero log, when ResumeTally could not read the stream, is the stream's as the
 // first save finds it. A save that fails is tried at the next tick, and
 // logged as a warning when saves begin to fail: the checkpoint only spares
 // an engine that starts some reading. A save that leaves the parts of
 // older checkpoints in the bucket, as they could not be purged, is logged
 // the same way.
-func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log time.Time, from uint64, every time.Duration, logger *slog.Logger) {
+func KeepTallyCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log time.Time, from uint64, every time.Duration, logger *slog.Logger) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if every <= 0 {
-		every = DefaultCheckpointEvery
+		every = DefaultTallyCheckpointEvery
 	}
 	saved, failing, leaving := from, false, false
 	save := func(ctx context.Context) {
 		// The log the tally counts: the fold starts again from nothing
 		// on a log deleted and made again. Read before the tally is, so
 		// that a checkpoint never says it is of a log newer than its
-		// counts (SaveCheckpoint refuses one of an older log).
+		// counts (SaveTallyCheckpoint refuses one of an older log).
 		if l := t.Log(); !l.IsZero() && !l.Equal(log) {
 			if !log.IsZero() {
 				saved = 0
@@ -340,7 +341,7 @@ func KeepCheckpoint(ctx context.Context, js jetstream.JetStream, t *projections.
 			}
 			log = info.Created
 		}
-		written, err := SaveCheckpoint(ctx, js, t, log)
+		written, err := SaveTallyCheckpoint(ctx, js, t, log)
 		if written && err != nil {
 			level := slog.LevelWarn
 			if leaving {

@@ -1,4 +1,4 @@
-package metrics_test
+package projector_test
 
 import (
 	"context"
@@ -13,20 +13,20 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
-// TestFollowAcrossALogMadeAgain: SERP_EVENTS is deleted and made again
+// TestFollowTallyAcrossALogMadeAgain: SERP_EVENTS is deleted and made again
 // while an engine's fold follows it. The fold counts the new log from its
-// start (as Resume and SaveCheckpoint insist on the log too), not the new
+// start (as ResumeTally and SaveTallyCheckpoint insist on the log too), not the new
 // log's tail on top of the old log's totals, and keeps its checkpoint for
 // the new log: whether the new log grows past the old one's end or stays
 // short of it, when the fold's reader is sent nothing.
-func TestFollowAcrossALogMadeAgain(t *testing.T) {
+func TestFollowTallyAcrossALogMadeAgain(t *testing.T) {
 	for _, fresh := range []int{8, 2} {
 		t.Run(fmt.Sprintf("6 jobs, then %d", fresh), func(t *testing.T) { followAcrossALogMadeAgain(t, 6, fresh) })
 	}
@@ -57,14 +57,14 @@ func followAcrossALogMadeAgain(t *testing.T, oldJobs, newJobs int) {
 	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
 	require.NoError(t, err)
 	tally := projections.NewTally().ForgetFinished()
-	from, log, err := metrics.Resume(ctx, srv.JS, tally)
+	from, log, err := projector.ResumeTally(ctx, srv.JS, tally)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	go func() { defer wg.Done(); projector.FollowTally(ctx, srv.JS, tally, nil) }()
 	go func() {
 		defer wg.Done()
-		metrics.KeepCheckpoint(ctx, srv.JS, tally, log, from, 10*time.Millisecond, nil)
+		projector.KeepTallyCheckpoint(ctx, srv.JS, tally, log, from, 10*time.Millisecond, nil)
 	}()
 	defer wg.Wait()
 	defer cancel()
@@ -104,7 +104,7 @@ func followAcrossALogMadeAgain(t *testing.T, oldJobs, newJobs int) {
 	// The checkpoint kept is of the new log, as far as the fold counted.
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		again := projections.NewTally().ForgetFinished()
-		seq, _, err := metrics.Resume(ctx, srv.JS, again)
+		seq, _, err := projector.ResumeTally(ctx, srv.JS, again)
 		if err != nil || seq != last {
 			return fmt.Errorf("checkpoint at %d, not %d: %v", seq, last, err)
 		}

@@ -1,4 +1,4 @@
-package metrics
+package projector
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ import (
 
 // A tally of 200,000 jobs in flight, four times what one KV value holds,
 // is saved in parts of the size an engine writes and resumed whole.
-func TestCheckpointOfManyJobsInFlight(t *testing.T) {
+func TestTallyCheckpointOfManyJobsInFlight(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := t.Context()
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
@@ -29,7 +29,7 @@ func TestCheckpointOfManyJobsInFlight(t *testing.T) {
 	require.NoError(t, err)
 
 	tl := manyJobsInFlight(t, 200_000, ack.Sequence, info.Created)
-	saved, err := SaveCheckpoint(ctx, srv.JS, tl, info.Created)
+	saved, err := SaveTallyCheckpoint(ctx, srv.JS, tl, info.Created)
 	require.NoError(t, err)
 	require.True(t, saved)
 
@@ -41,7 +41,7 @@ func TestCheckpointOfManyJobsInFlight(t *testing.T) {
 	require.Contains(t, string(e.Value()), `"n":9`, "4.5 MB in parts of 512 KB")
 
 	back := projections.NewTally().ForgetFinished()
-	seq, _, err := Resume(ctx, srv.JS, back)
+	seq, _, err := ResumeTally(ctx, srv.JS, back)
 	require.NoError(t, err)
 	require.Equal(t, ack.Sequence, seq)
 	require.Equal(t, tl.Remembered(), back.Remembered())

@@ -1,4 +1,4 @@
-package metrics_test
+package projector_test
 
 import (
 	"context"
@@ -12,18 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
-// TestResumeFromCheckpoint: an engine that starts resumes counting the log
+// TestResumeTallyFromCheckpoint: an engine that starts resumes counting the log
 // from the checkpoint the engines keep in serp_metrics, and ends with the
 // totals of one that counted the log from its start; a checkpoint of a log
 // made again under the same name is not taken.
-func TestResumeFromCheckpoint(t *testing.T) {
+func TestResumeTallyFromCheckpoint(t *testing.T) {
 	srv, st := eventLog(t)
 	ctx := t.Context()
 	_, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: snats.MetricsBucket, History: 1})
@@ -48,7 +48,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		fctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		wg.Add(1)
-		go func() { defer wg.Done(); metrics.Follow(fctx, srv.JS, tally, nil) }()
+		go func() { defer wg.Done(); projector.FollowTally(fctx, srv.JS, tally, nil) }()
 		natstest.WaitFor(t, 10*time.Second, func() error {
 			if got := tally.Seq(); got != last {
 				return fmt.Errorf("counted up to %d of %d", got, last)
@@ -60,21 +60,21 @@ func TestResumeFromCheckpoint(t *testing.T) {
 
 	write(0, 6)
 	first := projections.NewTally().ForgetFinished()
-	seq, log, err := metrics.Resume(ctx, srv.JS, first)
+	seq, log, err := projector.ResumeTally(ctx, srv.JS, first)
 	require.NoError(t, err)
 	require.Zero(t, seq, "no checkpoint yet")
 	require.False(t, log.IsZero())
 	// save writes tally's checkpoint and requires it written or not.
 	save := func(tally *projections.Tally, written bool, msgAndArgs ...any) {
 		t.Helper()
-		saved, err := metrics.SaveCheckpoint(ctx, srv.JS, tally, log)
+		saved, err := projector.SaveTallyCheckpoint(ctx, srv.JS, tally, log)
 		require.NoError(t, err)
 		require.Equal(t, written, saved, msgAndArgs...)
 	}
 	// resumed is where a fresh tally resumes from the checkpoint.
 	resumed := func() uint64 {
 		t.Helper()
-		seq, _, err := metrics.Resume(ctx, srv.JS, projections.NewTally().ForgetFinished())
+		seq, _, err := projector.ResumeTally(ctx, srv.JS, projections.NewTally().ForgetFinished())
 		require.NoError(t, err)
 		return seq
 	}
@@ -85,7 +85,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 
 	write(6, 12)
 	second := projections.NewTally().ForgetFinished()
-	seq, _, err = metrics.Resume(ctx, srv.JS, second)
+	seq, _, err = projector.ResumeTally(ctx, srv.JS, second)
 	require.NoError(t, err)
 	require.Equal(t, at, seq)
 	want := first.Counts()
@@ -113,7 +113,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	require.NotEqual(t, string(e.Value()), ahead)
 	_, err = kv.Put(ctx, snats.MetricsCheckpointKey, []byte(ahead))
 	require.NoError(t, err)
-	_, _, err = metrics.Resume(ctx, srv.JS, projections.NewTally().ForgetFinished())
+	_, _, err = projector.ResumeTally(ctx, srv.JS, projections.NewTally().ForgetFinished())
 	require.ErrorIs(t, err, projections.ErrTallyCheckpoint)
 	require.ErrorContains(t, err, "past the log's end")
 	// One no tally could take is written over, even by a tally behind it.
@@ -131,19 +131,19 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	_, err = snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
 	write(12, 30)
-	saved, err := metrics.SaveCheckpoint(ctx, srv.JS, second, log)
+	saved, err := projector.SaveTallyCheckpoint(ctx, srv.JS, second, log)
 	require.ErrorContains(t, err, "made again")
 	require.False(t, saved)
 	fresh := projections.NewTally().ForgetFinished()
-	_, newLog, err := metrics.Resume(ctx, srv.JS, fresh)
+	_, newLog, err := projector.ResumeTally(ctx, srv.JS, fresh)
 	require.ErrorIs(t, err, projections.ErrTallyCheckpoint)
 	require.Zero(t, fresh.Seq())
 	require.False(t, newLog.Equal(log))
 }
 
-// KeepCheckpoint writes the tally once it has moved, and once more as it
+// KeepTallyCheckpoint writes the tally once it has moved, and once more as it
 // stops.
-func TestKeepCheckpoint(t *testing.T) {
+func TestKeepTallyCheckpoint(t *testing.T) {
 	srv, st := eventLog(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -152,19 +152,19 @@ func TestKeepCheckpoint(t *testing.T) {
 	kv, err := srv.JS.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
 	tally := projections.NewTally().ForgetFinished()
-	from, log, err := metrics.Resume(ctx, srv.JS, tally)
+	from, log, err := projector.ResumeTally(ctx, srv.JS, tally)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Add(2)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
+	go func() { defer wg.Done(); projector.FollowTally(ctx, srv.JS, tally, nil) }()
 	kctx, stopKeeping := context.WithCancel(ctx)
 	kept := make(chan struct{})
 	go func() {
 		defer wg.Done()
 		defer close(kept)
-		metrics.KeepCheckpoint(kctx, srv.JS, tally, log, from, 10*time.Millisecond, nil)
+		projector.KeepTallyCheckpoint(kctx, srv.JS, tally, log, from, 10*time.Millisecond, nil)
 	}()
 
 	j := projectionstest.NewJob(t, projectionstest.IDsFrom(0), "kettle", projectionstest.T0)
@@ -172,7 +172,7 @@ func TestKeepCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	restoredAt := func() error {
 		fresh := projections.NewTally().ForgetFinished()
-		seq, _, err := metrics.Resume(ctx, srv.JS, fresh)
+		seq, _, err := projector.ResumeTally(ctx, srv.JS, fresh)
 		if err != nil {
 			return err
 		}
@@ -202,7 +202,10 @@ func TestKeepCheckpoint(t *testing.T) {
 	require.Error(t, restoredAt(), "not written yet")
 	hctx, stopHourly := context.WithCancel(ctx)
 	hourly := make(chan struct{})
-	go func() { defer close(hourly); metrics.KeepCheckpoint(hctx, srv.JS, tally, log, first, time.Hour, nil) }()
+	go func() {
+		defer close(hourly)
+		projector.KeepTallyCheckpoint(hctx, srv.JS, tally, log, first, time.Hour, nil)
+	}()
 	stopHourly()
 	<-hourly
 	require.NoError(t, restoredAt(), "written on the way out")

@@ -1,4 +1,4 @@
-package metrics
+package projector
 
 import (
 	"context"
@@ -12,22 +12,23 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 )
 
-// Follow feeds t from SERP_EVENTS, from the message at t.Seq() (what of
-// it was counted is skipped), until ctx
-// ends. It reads with an ordered consumer (ephemeral, recreated by the
-// client after a disconnect or a missed heartbeat, resuming where it
-// stopped), so it needs only read access to the stream; a stream that is
-// not there yet is waited for. When t forgets finished jobs, a job's
-// earlier events are loaded (with direct gets) for the rare event that
-// comes after it finished; a load that fails, or comes back short (a
-// replica behind the leader answered), is tried again, from that event.
-// Follow notes where the log ends when it starts (CatchUpTo), so that t
-// tells when it has counted the log as it stood then. log may be nil.
-func Follow(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log *slog.Logger) {
+// FollowTally feeds t from SERP_EVENTS, from the message at t.Seq() (what
+// of it was counted is skipped), until ctx ends: the fold of the log an
+// engine keeps for its /metrics, its status page and its sweep for lost
+// timers. It follows the log with its one reader (snats.Log.Follow: an
+// ordered consumer, made again by the client after a disconnect or a
+// missed heartbeat), so it needs only read access to the stream; a
+// stream that is not there yet is waited for. When t forgets finished
+// jobs, a job's earlier events are loaded (with direct gets) for the rare
+// event that comes after it finished; a load that fails, or comes back
+// short (a replica behind the leader answered), is tried again, from that
+// event. FollowTally notes where the log ends when it starts (CatchUpTo),
+// so that t tells when it has counted the log as it stood then. log may
+// be nil.
+func FollowTally(ctx context.Context, js jetstream.JetStream, t *projections.Tally, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -126,7 +127,7 @@ func (f *follower) read(ctx context.Context) error {
 // the audit and the store take it for a corrupt one too.
 //
 // A message with nothing pending after it is the log's end for now: the
-// tally is caught up once it is counted, even if the end Follow noted
+// tally is caught up once it is counted, even if the end FollowTally noted
 // when it started was deleted meanwhile.
 func (f *follower) apply(ctx context.Context, m snats.Message) error {
 	if err := f.count(ctx, m); err != nil {
@@ -140,7 +141,7 @@ func (f *follower) apply(ctx context.Context, m snats.Message) error {
 
 // count adds a message to the tally.
 func (f *follower) count(ctx context.Context, m snats.Message) error {
-	recs, err := projector.DecodeEvents(snats.EventSubjectPrefix, m, true)
+	recs, err := DecodeEvents(snats.EventSubjectPrefix, m, true)
 	if err != nil {
 		f.t.Undecodable(m.Seq)
 		return nil

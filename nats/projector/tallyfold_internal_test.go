@@ -1,4 +1,4 @@
-package metrics
+package projector
 
 import (
 	"bytes"
@@ -73,11 +73,11 @@ func followWith(t *testing.T, ctx context.Context, f *follower) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
-// TestFollowWarnsWithTheJobKey: the warning Follow logs about a finished
+// TestFollowTallyWarnsWithTheJobKey: the warning FollowTally logs about a finished
 // job whose events cannot be read carries the job's id under "job", the
 // key every log line about a job uses (README, "Health, readiness and
 // logs"), so a search for the job finds it.
-func TestFollowWarnsWithTheJobKey(t *testing.T) {
+func TestFollowTallyWarnsWithTheJobKey(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -102,7 +102,7 @@ func TestFollowWarnsWithTheJobKey(t *testing.T) {
 	tally := projections.NewTally().ForgetFinished()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); Follow(ctx, srv.JS, tally, log) }()
+	go func() { defer wg.Done(); FollowTally(ctx, srv.JS, tally, log) }()
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if got := tally.Seq(); got < 2 {
 			return fmt.Errorf("counted up to %d of 2", got)
@@ -141,16 +141,16 @@ func (s *syncBuffer) Bytes() []byte {
 	return bytes.Clone(s.b.Bytes())
 }
 
-// TestFollowRetriesAShortHistory: a finished job's history is read with
+// TestFollowTallyRetriesAShortHistory: a finished job's history is read with
 // direct gets, which a replica behind the leader may answer with the
-// job's first events only, and no error. Follow takes such a history for
+// job's first events only, and no error. FollowTally takes such a history for
 // a failed read and reads it again, rather than count the job's new event
 // from where the job did not stand: from a history missing the job's
 // last event (its charge found by the billing ledger) the tally took the
 // charged_no_result job for a reconciling one, and the re-purchase drove
 // serpent_jobs{state="reconciling"} to -1 and left the job counted as
 // charged_no_result for good.
-func TestFollowRetriesAShortHistory(t *testing.T) {
+func TestFollowTallyRetriesAShortHistory(t *testing.T) {
 	for _, grouped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("grouped=%v", grouped), func(t *testing.T) { followRetriesAShortHistory(t, grouped) })
 	}
@@ -191,12 +191,12 @@ func followRetriesAShortHistory(t *testing.T, grouped bool) {
 	require.EqualValues(t, 2, loads.Load(), "the short history was read again")
 }
 
-// TestFollowPassesAJobWhoseLogLacksEvents: a history read past the new
+// TestFollowTallyPassesAJobWhoseLogLacksEvents: a history read past the new
 // event (no replica behind could have answered it) that still lacks some
 // of the job's versions is the log's own: reading it again changes
-// nothing, so Follow counts the event as if the job had no history, with
+// nothing, so FollowTally counts the event as if the job had no history, with
 // a warning naming the job, rather than stop counting for good.
-func TestFollowPassesAJobWhoseLogLacksEvents(t *testing.T) {
+func TestFollowTallyPassesAJobWhoseLogLacksEvents(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
 	jobID, _, last := chargedThenBoughtAgain(t, ctx, srv, false)
