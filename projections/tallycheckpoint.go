@@ -17,7 +17,7 @@ import (
 // tally that wrote it folded the log. Raise it with any change to the
 // tally's fields or to what an event adds to them: a tally restores only
 // a checkpoint of its own format, and folds the log from its start
-// otherwise (TestCheckpointFormatPinned fails when the fields change).
+// otherwise (TestTallyCheckpointFormatPinned fails when the fields change).
 const TallyCheckpointFormat = 2
 
 // MaxTallyCheckpointBytes bounds a checkpoint: one that would be larger (more

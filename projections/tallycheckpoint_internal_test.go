@@ -14,12 +14,12 @@ import (
 	"github.com/serpent-engine/serpent/events"
 )
 
-// TestCheckpointGoesOn feeds random logs to a tally that never stops and
+// TestTallyCheckpointGoesOn feeds random logs to a tally that never stops and
 // to one that is written out and restored into a new tally every few
 // records, as an engine that restarts from its last checkpoint, and
 // requires the two to agree after every record: totals, queue, recent
 // jobs and what they keep in memory.
-func TestCheckpointGoesOn(t *testing.T) {
+func TestTallyCheckpointGoesOn(t *testing.T) {
 	log := time.Date(2026, 12, 5, 10, 0, 0, 123, time.UTC)
 	for seed := range uint64(20) {
 		for _, forget := range []bool{true, false} {
@@ -90,7 +90,7 @@ func TestCheckpointGoesOn(t *testing.T) {
 }
 
 // A checkpoint is restored only by the tally it was made for.
-func TestCheckpointRefused(t *testing.T) {
+func TestTallyCheckpointRefused(t *testing.T) {
 	log := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	tl := NewTally().ForgetFinished()
 	tl.Apply(Record{Seq: 1, Event: randomEvent(rand.New(rand.NewPCG(1, 1)), randomJobIDs(rand.New(rand.NewPCG(1, 1))))})
@@ -120,7 +120,7 @@ func TestCheckpointRefused(t *testing.T) {
 }
 
 // A tally that keeps too many jobs in memory makes no checkpoint.
-func TestCheckpointBounded(t *testing.T) {
+func TestTallyCheckpointBounded(t *testing.T) {
 	defer func(n int) { checkpointLimit = n }(checkpointLimit)
 	checkpointLimit = 64 << 10
 	tl := NewTally()
@@ -131,11 +131,11 @@ func TestCheckpointBounded(t *testing.T) {
 	require.ErrorContains(t, err, "over")
 }
 
-// TestCheckpointFormatPinned fails when a tally's fields change: a
+// TestTallyCheckpointFormatPinned fails when a tally's fields change: a
 // checkpoint holds them, so a change must raise TallyCheckpointFormat (and
 // then this list), or an engine would restore a checkpoint it reads
 // otherwise.
-func TestCheckpointFormatPinned(t *testing.T) {
+func TestTallyCheckpointFormatPinned(t *testing.T) {
 	var b strings.Builder
 	for _, v := range []any{Tally{}, TallyCounts{}, jobTally{}, waiting{}, checkpoint{}} {
 		typ := reflect.TypeOf(v)
@@ -156,9 +156,9 @@ checkpoint{Format int;Log time.Time;Seq uint64;Ver uint64;Forget bool;Counts pro
 `), strings.TrimSpace(b.String()))
 }
 
-// TestCheckpointOfManyJobs: the jobs go into the checkpoint's base64 a
+// TestTallyCheckpointOfManyJobs: the jobs go into the checkpoint's base64 a
 // few hundred at a time; any number of them comes back as it was.
-func TestCheckpointOfManyJobs(t *testing.T) {
+func TestTallyCheckpointOfManyJobs(t *testing.T) {
 	log := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	for _, n := range []int{0, 1, 2, 767, 768, 769, 2000, 2305} {
 		tl := NewTally().ForgetFinished()

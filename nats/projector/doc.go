@@ -11,6 +11,12 @@
 // runner apply at a time, whichever engine process it runs in. Lag and
 // ReadLag say how far the projections trail the log.
 //
+// FollowTally feeds an engine's projections.Tally (its /metrics, status
+// page and index of jobs in flight for the sweep) from the log, and
+// ResumeTally, SaveTallyCheckpoint and KeepTallyCheckpoint keep the
+// tally's checkpoint in serp_metrics, so that an engine that starts
+// resumes the fold rather than read the whole log.
+//
 // Rebuild folds the whole log into staging buckets and switches the live
 // buckets over key by key while the runners pause, so a reader never sees
 // a missing or half-built value.
