@@ -82,7 +82,10 @@
 // tally's fold, the audit and the chaos runs share: Get reads a range
 // with batched direct gets (a gap in a consumer's deliveries, or a job's
 // history), Read a range with an ordered consumer (a replay or a
-// rebuild), and Follow goes on as the stream grows.
+// rebuild), and Follow goes on as the stream grows. DecodeEvents reads a
+// message's events strictly and checks they are stored where they
+// belong. AuditLog is the log as serpent audit reads it (audit.Log),
+// decoded in parallel while it is read.
 //
 // # Leases
 //

@@ -54,6 +54,16 @@ func (l Log) Subject(subject string) Log {
 	return l
 }
 
+// Last is the stream's last sequence now: where a read of the log as it
+// stands ends.
+func (l Log) Last(ctx context.Context) (uint64, error) {
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		return 0, fmt.Errorf("nats: stream %s: %w", l.stream, err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
 // Get reads the messages from..to (inclusive) with batched direct gets.
 // A direct get may be answered by a replica a moment behind the leader:
 // a caller that needs every message up to to checks it got them. A batch

@@ -25,7 +25,6 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
@@ -150,13 +149,12 @@ and twice. Flags:
 
 // auditLog audits the recorded file, or the live log with its commands.
 func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts audit.Options, bar *progress) (*audit.Auditor, error) {
-	ao := projector.AuditOptions{Audit: opts, Progress: bar.update}
 	if f.eventsFile != "" {
-		msgs, err := readEventsFile(f.eventsFile)
+		rec, err := readEventsFile(f.eventsFile)
 		if err != nil {
 			return nil, err
 		}
-		return projector.AuditEvents(ctx, msgs, ao)
+		return audit.CheckLog(ctx, snats.RecordedAuditLog(rec, 0), opts)
 	}
 	nc, js, err := f.nats.connect(env, nil, "serpent audit")
 	if err != nil {
@@ -174,7 +172,11 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	if err != nil {
 		return nil, err
 	}
-	a, err := projector.AuditLog(ctx, js, ao)
+	log, err := snats.NewAuditLog(ctx, snats.EventLog(js), 0, func(done, total uint64) { bar.update("events", done, total) })
+	if err != nil {
+		return nil, err
+	}
+	a, err := audit.CheckLog(ctx, log, opts)
 	if err != nil {
 		return nil, err
 	}

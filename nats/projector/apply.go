@@ -209,8 +209,9 @@ func reachesBatch(t projections.Target, job string, hist, batch []projections.Re
 			through = r.Seq
 		}
 	}
-	if err := checkReached("the history of job "+job, reached, through); err != nil {
-		return fmt.Errorf("%w; %s has no value and is not written from part of it", err, t)
+	if reached < through {
+		return fmt.Errorf("projector: read the history of job %s: it ended at sequence %d, before %d (a replica behind the leader answered?); %s has no value and is not written from part of it",
+			job, reached, through, t)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 				return fmt.Errorf("projector: filling the gap %d..%d read %d of its %d events; trying again", next, seq-1, len(missing), seq-next)
 			}
 			for _, mm := range missing {
-				got, err := DecodeEvents(prefix, mm, false)
+				got, err := snats.DecodeEvents(prefix, mm, false)
 				if err != nil {
 					return err
 				}
@@ -83,7 +83,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			gaps += len(missing)
 		}
-		got, err := DecodeEvents(prefix, snats.Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		got, err := snats.DecodeEvents(prefix, snats.Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
 		if err != nil {
 			return err
 		}

@@ -45,30 +45,3 @@ func TestGapReadShortIsNotAHole(t *testing.T) {
 	require.ErrorContains(t, err, "filling the gap 1..4 read 0 of its 4 events")
 	require.EqualValues(t, 1, r.next, "nothing applied")
 }
-
-// TestAuditReloadReadShort: a job the audit reads again must come back
-// through the last event the audit saw of it; a read that ends before
-// (a replica behind answered) is an error, not a shorter history.
-func TestAuditReloadReadShort(t *testing.T) {
-	srv := threeMessagesOfAJob(t)
-	ctx := context.Background()
-	_, err := loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 3, 3)
-	require.NoError(t, err)
-	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 5, 9)
-	require.ErrorContains(t, err, "ended at sequence 3, before 5")
-}
-
-// threeMessagesOfAJob is a server whose event log holds three messages on
-// the subject of job "job".
-func threeMessagesOfAJob(t *testing.T) *natstest.Server {
-	t.Helper()
-	srv := natstest.RunServer(t)
-	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	for range 3 {
-		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
-		require.NoError(t, err)
-	}
-	return srv
-}

@@ -127,7 +127,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 		_, err = snats.NewLog(js, o.Stream, o.Filter).Read(ctx, from, to, o.Batch, func(msgs []snats.Message) error {
 			recs := make([]projections.Record, 0, len(msgs))
 			for _, m := range msgs {
-				got, err := DecodeEvents(prefix, m, false)
+				got, err := snats.DecodeEvents(prefix, m, false)
 				if err != nil {
 					return fmt.Errorf("projector: rebuild stops at an unreadable event: %w", err)
 				}

@@ -246,7 +246,7 @@ func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]proj
 	}
 	recs := make([]projections.Record, 0, len(msgs))
 	for _, m := range msgs {
-		got, err := DecodeEvents(prefix, m, false)
+		got, err := snats.DecodeEvents(prefix, m, false)
 		if err != nil {
 			return nil, err
 		}

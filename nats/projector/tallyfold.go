@@ -141,7 +141,7 @@ func (f *follower) apply(ctx context.Context, m snats.Message) error {
 
 // count adds a message to the tally.
 func (f *follower) count(ctx context.Context, m snats.Message) error {
-	recs, err := DecodeEvents(snats.EventSubjectPrefix, m, true)
+	recs, err := snats.DecodeEvents(snats.EventSubjectPrefix, m, true)
 	if err != nil {
 		f.t.Undecodable(m.Seq)
 		return nil

@@ -1,23 +1,22 @@
-package projector
+package audit
 
 import (
 	"sync"
 
-	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
 )
 
-// checker runs audit.CheckJob on histories in parallel, and keeps the
+// checker runs CheckJob on histories in parallel, and keeps the
 // jobs in the places the reader gave them (the order of their first
 // events); a job checked again (read again whole, round 1) replaces its
 // first result, whichever finishes first.
 type checker struct {
-	opts   audit.Options
+	opts   Options
 	work   chan history
 	wg     sync.WaitGroup
 	once   sync.Once
 	mu     sync.Mutex
-	jobs   []audit.Job
+	jobs   []Job
 	rounds []int8 // of jobs: 0 for none yet, else the round plus one
 	events []int  // of jobs
 }
@@ -28,17 +27,17 @@ type history struct {
 	round int8
 }
 
-func newChecker(o AuditOptions) *checker {
-	c := &checker{opts: o.Audit, work: make(chan history, 4*o.Workers)}
+func newChecker(o Options) *checker {
+	c := &checker{opts: o, work: make(chan history, 4*o.Workers)}
 	for range o.Workers {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			for h := range c.work {
-				j := audit.CheckJob(h.evs, c.opts)
+				j := CheckJob(h.evs, c.opts)
 				c.mu.Lock()
 				for len(c.jobs) <= h.at {
-					c.jobs, c.rounds, c.events = append(c.jobs, audit.Job{}), append(c.rounds, 0), append(c.events, 0)
+					c.jobs, c.rounds, c.events = append(c.jobs, Job{}), append(c.rounds, 0), append(c.events, 0)
 				}
 				if c.rounds[h.at] <= h.round+1 {
 					c.jobs[h.at], c.rounds[h.at], c.events[h.at] = j, h.round+1, len(h.evs)
@@ -58,7 +57,7 @@ func (c *checker) check(at int, evs []events.Event, round int8) {
 // close waits for every check and returns the jobs, in their places, and
 // the events they were checked on (those of each job's last round); safe
 // to call twice.
-func (c *checker) close() ([]audit.Job, int) {
+func (c *checker) close() ([]Job, int) {
 	c.once.Do(func() {
 		close(c.work)
 		c.wg.Wait()

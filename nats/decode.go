@@ -1,11 +1,10 @@
-package projector
+package nats
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/serpent-engine/serpent/eventstore"
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -18,10 +17,9 @@ import (
 // recorded log) only the events are read. light leaves results out
 // (projections.DecodeLight). Errors are *eventstore.CorruptError. prefix is
 // what comes before the job id in the subject (for SERP_EVENTS,
-// snats.EventSubjectPrefix). The runner, the audit and the metrics' fold
-// (FollowTally) all read the log with it, so they agree on what is an
-// event.
-func DecodeEvents(prefix string, m snats.Message, light bool) ([]projections.Record, error) {
+// EventSubjectPrefix). The projection runner, the tally's fold and the
+// audit all read the log with it, so they agree on what is an event.
+func DecodeEvents(prefix string, m Message, light bool) ([]projections.Record, error) {
 	jobID := strings.TrimPrefix(m.Subject, prefix)
 	evs, err := projections.DecodeAll(m.Data, light)
 	if err != nil {
