@@ -1,4 +1,4 @@
-package cli
+package httpops
 
 import (
 	"context"
@@ -7,20 +7,19 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/serpent-engine/serpent/engine"
-	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/projector"
-	"github.com/serpent-engine/serpent/projections"
 )
 
 // readyTimeout bounds the checks of one /readyz.
 const readyTimeout = 3 * time.Second
 
+// accountsBucket is where the accounts' limits are stored, as the
+// readiness lines name it.
+const accountsBucket = "serp_accounts"
+
 // healthz is liveness: 200 while the NATS connection is up.
-func (s *opsServer) healthz(w http.ResponseWriter, _ *http.Request) {
-	if !s.nc.IsConnected() {
-		http.Error(w, "nats: "+s.nc.Status().String(), http.StatusServiceUnavailable)
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if up, state := s.cfg.Source.Connection(); !up {
+		http.Error(w, "nats: "+state, http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -30,7 +29,7 @@ func (s *opsServer) healthz(w http.ResponseWriter, _ *http.Request) {
 // present, and the projections no further behind than --ready-max-lag
 // events, their oldest event to apply waiting no longer than
 // --ready-max-behind. It answers 200 or 503 with one line per check.
-func (s *opsServer) readyz(w http.ResponseWriter, r *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	lines, ok := s.readiness(ctx)
@@ -44,7 +43,7 @@ func (s *opsServer) readyz(w http.ResponseWriter, r *http.Request) {
 // readiness runs every check and reports each as "ok ..." or "FAIL ...";
 // a refused value of an account's limits whose earlier limits still hold
 // is "warn ...", and does not fail it.
-func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
+func (s *Server) readiness(ctx context.Context) ([]string, bool) {
 	var lines []string
 	ready := true
 	check := func(what string, err error) {
@@ -55,28 +54,19 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 		}
 		lines = append(lines, "ok   "+what)
 	}
-	if !s.nc.IsConnected() {
-		check("nats connected", fmt.Errorf("connection is %s", s.nc.Status()))
+	if up, state := s.cfg.Source.Connection(); !up {
+		check("nats connected", fmt.Errorf("connection is %s", state))
 		return lines, false
 	}
 	check("nats connected", nil)
-	for _, name := range []string{snats.EventStream, snats.CommandStream, snats.RejectStream, snats.WorkStream} {
-		_, err := s.js.Stream(ctx, name)
-		check("stream "+name, err)
+	for _, name := range s.cfg.Streams {
+		check("stream "+name, s.cfg.Source.Stream(ctx, name))
 	}
-	// The engine's own buckets: schedules, and the accounts' limits, which
-	// every search takes a slot, a token or a budget from.
-	buckets := []string{snats.SchedulesBucket, snats.AccountsBucket}
-	if s.projections {
-		buckets = append(buckets, projections.Buckets()...)
-		buckets = append(buckets, projector.ControlBucket)
-	}
-	for _, b := range buckets {
-		_, err := s.js.KeyValue(ctx, b)
-		check("bucket "+b, err)
+	for _, b := range s.cfg.Buckets {
+		check("bucket "+b, s.cfg.Source.Bucket(ctx, b))
 	}
 	for _, r := range s.refusals() {
-		what := fmt.Sprintf("account %s limits: key %s of bucket %s is refused (%v)", r.Account, r.Key, snats.AccountsBucket, r.Err)
+		what := fmt.Sprintf("account %s limits: key %s of bucket %s is refused (%v)", r.Account, r.Key, accountsBucket, r.Err)
 		if r.Held {
 			// Fail closed: no limits to keep, no new purchase of the account.
 			check(what, errors.New("none were applied before: new purchases of the account are held until it is mended (serpent accounts set)"))
@@ -84,13 +74,13 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 		}
 		lines = append(lines, "warn "+what+": the limits applied before hold until it is mended (serpent accounts set)")
 	}
-	if s.projections {
-		lag, err := projector.ReadLag(ctx, s.js, "", time.Now())
-		if err == nil && lag.Pending > s.ops.readyMaxLag {
-			err = fmt.Errorf("%d events to apply, more than --ready-max-lag %d", lag.Pending, s.ops.readyMaxLag)
+	if s.cfg.Projections {
+		lag, err := s.cfg.Source.Lag(ctx, time.Now())
+		if err == nil && lag.Pending > s.cfg.ReadyMaxLag {
+			err = fmt.Errorf("%d events to apply, more than --ready-max-lag %d", lag.Pending, s.cfg.ReadyMaxLag)
 		}
-		if err == nil && lag.Behind > s.ops.readyMaxBehind {
-			err = fmt.Errorf("the oldest event to apply has waited %s, more than --ready-max-behind %s", lag.Behind.Round(time.Millisecond), s.ops.readyMaxBehind)
+		if err == nil && lag.Behind > s.cfg.ReadyMaxBehind {
+			err = fmt.Errorf("the oldest event to apply has waited %s, more than --ready-max-behind %s", lag.Behind.Round(time.Millisecond), s.cfg.ReadyMaxBehind)
 		}
 		check(fmt.Sprintf("projection lag %d events", lag.Pending), err)
 	}
@@ -99,9 +89,9 @@ func (s *opsServer) readiness(ctx context.Context) ([]string, bool) {
 
 // refusals are the accounts whose stored limits the engine's limiter
 // refuses; none without a limiter.
-func (s *opsServer) refusals() []engine.Refusal {
-	if s.limiter == nil {
+func (s *Server) refusals() []Refusal {
+	if s.cfg.Refusals == nil {
 		return nil
 	}
-	return s.limiter.Refusals()
+	return s.cfg.Refusals()
 }
