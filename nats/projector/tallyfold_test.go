@@ -98,7 +98,7 @@ func TestFollowTallyForgetsFinishedJobs(t *testing.T) {
 }
 
 // TestFollowTallyCountsMisplacedEventsAsUndecodable: FollowTally reads the log as
-// the projector, the audit and the store do (projector.DecodeEvents): an
+// the projector, the audit and the store do (snats.DecodeEvents): an
 // event stored on another job's subject, or under another message id or
 // type header, is not an event of the log but a corrupt message
 // (serpent_undecodable_events_total, what its alert is there to catch).
