@@ -18,4 +18,8 @@
 // (one_charge_per_execution), every charge explained (charge_explained) and
 // no job charged more often than it was allowed to buy
 // (ledger_at_most_one_purchase).
+//
+// CheckLog replays a whole log (a Log: SERP_EVENTS or a recording, which
+// package nats reads and decodes) in little memory, checking each job as
+// soon as it is finished.
 package audit

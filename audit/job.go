@@ -76,6 +76,9 @@ type Options struct {
 	// charges, the key a cancel left unresolved); Auditor.Lookups and
 	// Auditor.Ledger panic.
 	WithoutLedger bool
+	// Workers is how many chunks of the log CheckLog decodes, and how many
+	// jobs it checks, at once; 0 means GOMAXPROCS.
+	Workers int
 }
 
 func (o Options) stuckAfter() time.Duration {

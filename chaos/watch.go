@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
@@ -15,8 +13,8 @@ import (
 
 // watch follows SERP_EVENTS as it grows and tells when every job of the
 // run is finished and every malformed command rejected. It reads each
-// event once, with an ordered consumer it recreates after the server
-// restarts.
+// event once, following the log (snats.Log.Follow) again after the
+// server restarts.
 type watch struct {
 	r    *run
 	done chan struct{} // closed once every job is finished
@@ -59,16 +57,12 @@ func (w *watch) follow(ctx context.Context) error {
 	w.mu.Lock()
 	after := w.seq
 	w.mu.Unlock()
-	return snats.TailEvents(ctx, w.r.js, after, func(msg jetstream.Msg) error {
-		meta, err := msg.Metadata()
-		if err != nil {
-			return err
-		}
-		job := strings.TrimPrefix(msg.Subject(), snats.EventSubjectPrefix)
-		ev, derr := events.DecodeLast(msg.Data())
+	return snats.EventLog(w.r.js).Follow(ctx, after, func(msg snats.Message) error {
+		job := strings.TrimPrefix(msg.Subject, snats.EventSubjectPrefix)
+		ev, derr := events.DecodeLast(msg.Data)
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.seq = meta.Sequence.Stream
+		w.seq = msg.Seq
 		if was, now := w.terminal[job], derr == nil && finishedBy(ev); was != now {
 			w.terminal[job] = now
 			if w.want[job] && now {

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // lagTimeout bounds the lag read, and the read of the log's last
@@ -17,8 +17,8 @@ const lagTimeout = 2 * time.Second
 // logCollector turns the Tally, the log's last sequence and the
 // projections' lag into metrics at scrape time.
 type logCollector struct {
-	tally   *Tally
-	lag     func(ctx context.Context) (projector.Lag, error)
+	tally   *projections.Tally
+	lag     func(ctx context.Context) (Lag, error)
 	lastSeq func(ctx context.Context) (uint64, error)
 }
 

@@ -3,9 +3,8 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/serpent-engine/serpent/nats/natstest"
+	"go.uber.org/goleak"
 )
 
-// Every goroutine a test starts ends with it (nats-server's own leftovers
-// aside: natstest.ServerLeftovers).
-func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
+// Every goroutine a test starts ends with it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
 
@@ -18,9 +18,9 @@ import (
 type Options struct {
 	// Tally is the log's running totals; nil leaves the job-level
 	// figures out.
-	Tally *Tally
+	Tally *projections.Tally
 	// Lag measures the projections' lag at scrape time; nil leaves it out.
-	Lag func(ctx context.Context) (projector.Lag, error)
+	Lag func(ctx context.Context) (Lag, error)
 	// LastSeq reads the event log's last sequence at scrape time
 	// (serpent_event_log_last_seq), whether or not any projections are
 	// kept; nil, or an error, leaves it out.
@@ -32,6 +32,13 @@ type Options struct {
 	Worker string
 	// Version is serpent's version, for serpent_info.
 	Version string
+}
+
+// Lag is how far the projections trail the log at a scrape: the events
+// not applied yet, and how long the oldest of them has waited.
+type Lag struct {
+	Pending uint64
+	Behind  time.Duration
 }
 
 // Metrics is the registry of one serpent process and the hooks that feed

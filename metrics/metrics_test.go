@@ -2,24 +2,22 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/eventstore/group"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
 	"github.com/serpent-engine/serpent/metrics"
-	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 	"github.com/serpent-engine/serpent/serper"
 )
@@ -35,49 +33,38 @@ func scrape(t *testing.T, m *metrics.Metrics) string {
 	return string(body)
 }
 
-// TestFollowAndScrape: the sample log written to a real SERP_EVENTS is
-// counted by Follow, and a scrape shows it with the lag and the timings
-// the hooks were given.
-func TestFollowAndScrape(t *testing.T) {
-	srv, st := eventLog(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-
-	lag := func(ctx context.Context) (projector.Lag, error) {
-		return projector.ReadLag(ctx, srv.JS, "", time.Now())
+// TestScrape: the sample log, appended through the timed store and
+// counted by a tally, shows in a scrape with the lag and the timings the
+// hooks were given.
+func TestScrape(t *testing.T) {
+	ctx := context.Background()
+	lag := func(context.Context) (metrics.Lag, error) {
+		return metrics.Lag{}, errors.New("no projection runner here")
 	}
-	tally := metrics.NewTally()
+	tally := projections.NewTally()
 	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, Worker: "w1", Version: "test"})
+	st := memstore.New(memstore.Options{})
 	c := group.New(st, group.Options{OnCommit: m.Committed})
 	defer c.Close()
 	store := m.TimeAppends(c)
 
-	jobs, _ := sampleRecords(t)
-	var n uint64 // the log's last sequence
+	jobs := projectionstest.SampleLog(t)
 	for _, j := range jobs {
-		v, err := store.Append(ctx, j[0].JobID, 0, j...)
+		_, err := store.Append(ctx, j[0].JobID, 0, j...)
 		require.NoError(t, err)
-		n = max(n, v)
 	}
 	stale := jobs[0][1]
 	stale.ID = projectionstest.IDsFrom(1000).EventID()
-	_, err = store.Append(ctx, stale.JobID, 0, stale)
+	_, err := store.Append(ctx, stale.JobID, 0, stale)
 	require.Error(t, err, "a stale append is a conflict")
 	m.Searched("", serper.Result{Confirmed: true, Status: 200, Latency: 120 * time.Millisecond})
 	m.Searched("team-b", serper.Result{Unknown: serper.UnknownTimeout, Latency: 100 * time.Second})
-
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
-	defer wg.Wait()
-	defer cancel()
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		if got := tally.Seq(); got != n {
-			return fmt.Errorf("counted up to %d of %d", got, n)
-		}
-		return nil
-	})
+	recs := projectionstest.Interleave(jobs)
+	for _, r := range recs {
+		tally.Apply(r)
+	}
+	n := recs[len(recs)-1].Seq
+	tally.CatchUpTo(n)
 
 	body := scrape(t, m)
 	for _, want := range []string{
@@ -93,8 +80,9 @@ func TestFollowAndScrape(t *testing.T) {
 		`serpent_billed_pages_total{source="charged_no_result"} 1`,
 		`serpent_suspected_double_charges 0`,
 		fmt.Sprintf(`serpent_metrics_log_seq %d`, n),
+		`serpent_metrics_caught_up 1`,
 		fmt.Sprintf(`serpent_metrics_jobs_held %d`, len(jobs)), // this tally keeps every job
-		`serpent_projection_lag_up 0`,                          // no projection runner here
+		`serpent_projection_lag_up 0`,
 		`serpent_api_request_seconds_count{account="default",status="200"} 1`,
 		`serpent_api_request_seconds_count{account="team-b",status="unknown"} 1`,
 		fmt.Sprintf(`serpent_append_seconds_count{result="ok"} %d`, len(jobs)),
@@ -106,6 +94,20 @@ func TestFollowAndScrape(t *testing.T) {
 		require.Contains(t, body, want)
 	}
 	require.True(t, strings.Contains(body, "serpent_key_rotations_total{reason="), "rotations are listed by reason")
+	require.NotContains(t, body, "serpent_projection_lag_events")
+}
+
+// TestScrapeShowsTheLag: the projections' lag, read at scrape time.
+func TestScrapeShowsTheLag(t *testing.T) {
+	lag := func(context.Context) (metrics.Lag, error) {
+		return metrics.Lag{Pending: 12, Behind: 1500 * time.Millisecond}, nil
+	}
+	last := func(context.Context) (uint64, error) { return 40, nil }
+	body := scrape(t, metrics.New(metrics.Options{Lag: lag, LastSeq: last}))
+	for _, want := range []string{"serpent_projection_lag_up 1\n", "serpent_projection_lag_events 12\n",
+		"serpent_projection_lag_seconds 1.5\n", "serpent_event_log_last_seq 40\n"} {
+		require.Contains(t, body, want)
+	}
 }
 
 // sample finds one sample of a /metrics body: its value, and whether it
@@ -120,34 +122,39 @@ func sample(body, name string) (float64, bool) {
 	return 0, false
 }
 
-// TestScrapeWaitsForTheFoldToCatchUp: a restarted process folds the log
+// TestScrapeWaitsForTheTallyToCatchUp: a restarted process folds the log
 // again from its start. Until it has counted the log as it stood when it
 // began, /metrics leaves every figure folded from the log out, and says
 // so (serpent_metrics_caught_up 0, with how far it has read): a partial
 // serpent_purchases_total, lower than the last process served, would be
 // a counter reset to Prometheus, and increase() would count the whole
-// replay as new purchases.
-func TestScrapeWaitsForTheFoldToCatchUp(t *testing.T) {
-	srv, st := eventLog(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// replay as new purchases. A scrape after each event of the replay has
+// the whole count or none of it.
+func TestScrapeWaitsForTheTallyToCatchUp(t *testing.T) {
 	ids := projectionstest.IDsFrom(0)
-	bought := func(name string) {
+	bought := func(name string) []projections.Record {
 		j := projectionstest.NewJob(t, ids, name, projectionstest.T0)
 		j.Send()
 		req := "req_" + name
 		j.Reply(aggregate.Outcome{Status: 200, RequestID: req, Result: projectionstest.Result(req, 1), Pages: 1})
-		_, err := st.Append(ctx, j.S.JobID, 0, j.Log...)
-		require.NoError(t, err)
+		var recs []projections.Record
+		for _, e := range j.Log {
+			recs = append(recs, projections.Record{Event: e})
+		}
+		return recs
 	}
 	const jobs = 100
+	var log []projections.Record
 	for i := range jobs {
-		bought(fmt.Sprintf("kettle %d", i))
+		log = append(log, bought(fmt.Sprintf("kettle %d", i))...)
+	}
+	for i := range log {
+		log[i].Seq = uint64(i + 1)
 	}
 
 	// The restarted process serves /metrics before its fold has read
 	// anything.
-	tally := metrics.NewTally().ForgetFinished()
+	tally := projections.NewTally().ForgetFinished()
 	m := metrics.New(metrics.Options{Tally: tally})
 	body := scrape(t, m)
 	caught, ok := sample(body, "serpent_metrics_caught_up")
@@ -162,95 +169,39 @@ func TestScrapeWaitsForTheFoldToCatchUp(t *testing.T) {
 	require.NotContains(t, body, "serpent_jobs{")
 	require.NotContains(t, body, "serpent_sends_total{")
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
-	defer wg.Wait()
-	defer cancel()
-	// Every scrape during the replay has the whole count or none of it.
-	natstest.WaitFor(t, 10*time.Second, func() error {
+	tally.CatchUpTo(uint64(len(log))) // where the log ended when its reader began
+	for i, r := range log {
+		tally.Apply(r)
 		body := scrape(t, m)
 		purchases, counted := sample(body, "serpent_purchases_total")
 		caught, _ := sample(body, "serpent_metrics_caught_up")
-		switch {
-		case caught == 0 && counted:
-			t.Fatalf("serpent_purchases_total %v served while still counting", purchases)
-		case caught == 0:
-			return fmt.Errorf("still counting")
-		case purchases != jobs:
-			t.Fatalf("caught up with serpent_purchases_total %v of %d", purchases, jobs)
+		if last := i == len(log)-1; !last {
+			require.Zero(t, caught, "event %d", r.Seq)
+			require.False(t, counted, "serpent_purchases_total %v served while still counting", purchases)
+			continue
 		}
-		return nil
-	})
+		require.EqualValues(t, 1, caught)
+		require.EqualValues(t, jobs, purchases)
+	}
 
 	// Caught up, it stays so, and counts what comes next.
-	bought("grinder")
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		body := scrape(t, m)
-		if v, _ := sample(body, "serpent_purchases_total"); v != jobs+1 {
-			return fmt.Errorf("serpent_purchases_total %v", v)
-		}
-		if v, _ := sample(body, "serpent_metrics_caught_up"); v != 1 {
-			return fmt.Errorf("serpent_metrics_caught_up %v", v)
-		}
-		return nil
-	})
+	for i, r := range bought("grinder") {
+		r.Seq = uint64(len(log) + 1 + i)
+		tally.Apply(r)
+	}
+	body = scrape(t, m)
+	purchases, _ := sample(body, "serpent_purchases_total")
+	require.EqualValues(t, jobs+1, purchases)
+	caught, _ = sample(body, "serpent_metrics_caught_up")
+	require.EqualValues(t, 1, caught)
 }
 
-// TestFollowOfAnEmptyLogIsCaughtUp: on an empty log there is nothing to
-// count before the figures are whole: they are served at once, at 0.
-func TestFollowOfAnEmptyLogIsCaughtUp(t *testing.T) {
-	srv := natstest.RunServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	tally := metrics.NewTally().ForgetFinished()
-	m := metrics.New(metrics.Options{Tally: tally})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
-	defer wg.Wait()
-	defer cancel()
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		if !tally.Counts().CaughtUp {
-			return fmt.Errorf("not caught up")
-		}
-		return nil
-	})
-	body := scrape(t, m)
+// TestScrapeOfAnEmptyLog: a tally of an empty log is caught up at once:
+// its figures are served, at 0.
+func TestScrapeOfAnEmptyLog(t *testing.T) {
+	tally := projections.NewTally().ForgetFinished()
+	tally.CatchUpTo(0)
+	body := scrape(t, metrics.New(metrics.Options{Tally: tally}))
 	require.Contains(t, body, "serpent_metrics_caught_up 1")
 	require.Contains(t, body, "serpent_purchases_total 0")
-}
-
-// TestFollowCatchesUpWhenTheLogsEndIsDeleted: the log's last message
-// deleted after Follow noted where the log ended is never delivered;
-// the message before it, with nothing pending after it, is the end. (The
-// engine's SERP_EVENTS denies deletes; an operator's copy of it, or a
-// purge, may not.)
-func TestFollowCatchesUpWhenTheLogsEndIsDeleted(t *testing.T) {
-	srv := natstest.RunServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stream, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: snats.EventStream, Subjects: []string{snats.EventSubjectPrefix + ">"}})
-	require.NoError(t, err)
-	for range 3 {
-		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`not an event`))
-		require.NoError(t, err)
-	}
-	tally := metrics.NewTally()
-	tally.CatchUpTo(3) // what Follow notes when it starts
-	require.NoError(t, stream.DeleteMsg(ctx, 3))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); metrics.Follow(ctx, srv.JS, tally, nil) }()
-	defer wg.Wait()
-	defer cancel()
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		if c := tally.Counts(); !c.CaughtUp {
-			return fmt.Errorf("not caught up at %d", c.Seq)
-		}
-		return nil
-	})
-	require.EqualValues(t, 2, tally.Counts().Undecodable)
 }

@@ -76,6 +76,26 @@
 // single server stages every atomic batch in a file store of its own,
 // which costs more than a few plain writes.
 //
+// # Reading the log
+//
+// Log is the one reader of a stream in order, which the projections, the
+// tally's fold, the audit and the chaos runs share: Get reads a range
+// with batched direct gets (a gap in a consumer's deliveries, or a job's
+// history), Read a range with an ordered consumer (a replay or a
+// rebuild), and Follow goes on as the stream grows. DecodeEvents reads a
+// message's events strictly and checks they are stored where they
+// belong. AuditLog is the log as serpent audit reads it (audit.Log),
+// decoded in parallel while it is read.
+//
+// # Leases
+//
+// Lease is a claim on one KV key that one process holds at a time, taken
+// and renewed with compare-and-set writes: the projection runner's lease
+// and a rebuild's locks (judged by a revision that stands still for a
+// TTL, no clocks compared), and the engines' turns at the sweep for lost
+// timers (judged by the time written in the record, by the server's
+// clock).
+//
 // # Servers and connections
 //
 // StartEmbedded runs a JetStream server in-process (serpent run without a

@@ -19,9 +19,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // engineBinary is the serpent binary to run the engine from:
@@ -104,7 +104,7 @@ func (b *benchRun) childEngine(ctx context.Context, natsURL string, js jetstream
 		return r, fmt.Errorf("bench: the log's last sequence: %w", err)
 	}
 	var again benchRestart
-	if again.ResumedFrom, _, err = metrics.Resume(ctx, js, metrics.NewTally().ForgetFinished()); err != nil {
+	if again.ResumedFrom, _, err = projector.ResumeTally(ctx, js, projections.NewTally().ForgetFinished()); err != nil {
 		again.Why = err.Error()
 	}
 	q, err := b.startChild(ctx, bin, natsURL, r.Projections)

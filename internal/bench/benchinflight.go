@@ -9,8 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // benchInflight is the inflight phase: an engine started on many jobs in
@@ -141,7 +142,7 @@ func (b *benchRun) inflightStart(ctx context.Context, bin, natsURL string, js je
 	if err != nil {
 		return s, fmt.Errorf("bench: the log's last sequence: %w", err)
 	}
-	if s.ResumedFrom, _, err = metrics.Resume(ctx, js, metrics.NewTally().ForgetFinished()); err != nil {
+	if s.ResumedFrom, _, err = projector.ResumeTally(ctx, js, projections.NewTally().ForgetFinished()); err != nil {
 		s.Why = err.Error()
 	}
 	p, err := b.startChild(ctx, bin, natsURL, false)

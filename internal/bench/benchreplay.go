@@ -32,7 +32,7 @@ type benchReplay struct {
 	Rebuild  benchRebuild `json:"rebuild"`
 }
 
-// benchAudit is one audit of the whole log (projector.AuditLog, as
+// benchAudit is one audit of the whole log (audit.CheckLog, as
 // serpent audit runs it, GOGC included).
 type benchAudit struct {
 	Events       int     `json:"events"`
@@ -105,8 +105,11 @@ func (b *benchRun) replay(ctx context.Context) (benchReplay, error) {
 	// far below it (a quarter fewer events a second at a million events).
 	gc := debug.SetGCPercent(audit.GCPercent)
 	start := time.Now()
-	a, err := projector.AuditLog(ctx, b.js, projector.AuditOptions{Audit: audit.Options{Now: time.Now(), WithoutLedger: true}, // as serpent audit without --ledger
-		Progress: func(_ string, done, total uint64) { b.prog("replay: audit", int(done), int(total)) }})
+	var a *audit.Auditor
+	log, err := snats.NewAuditLog(ctx, snats.EventLog(b.js), 0, func(done, total uint64) { b.prog("replay: audit", int(done), int(total)) })
+	if err == nil {
+		a, err = audit.CheckLog(ctx, log, audit.Options{Now: time.Now(), WithoutLedger: true}) // as serpent audit without --ledger
+	}
 	var rep audit.Report
 	if err == nil {
 		rep = a.Report()

@@ -25,7 +25,6 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
@@ -150,13 +149,12 @@ and twice. Flags:
 
 // auditLog audits the recorded file, or the live log with its commands.
 func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts audit.Options, bar *progress) (*audit.Auditor, error) {
-	ao := projector.AuditOptions{Audit: opts, Progress: bar.update}
 	if f.eventsFile != "" {
-		msgs, err := readEventsFile(f.eventsFile)
+		rec, err := readEventsFile(f.eventsFile)
 		if err != nil {
 			return nil, err
 		}
-		return projector.AuditEvents(ctx, msgs, ao)
+		return audit.CheckLog(ctx, snats.RecordedAuditLog(rec, 0), opts)
 	}
 	nc, js, err := f.nats.connect(env, nil, "serpent audit")
 	if err != nil {
@@ -174,7 +172,11 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	if err != nil {
 		return nil, err
 	}
-	a, err := projector.AuditLog(ctx, js, ao)
+	log, err := snats.NewAuditLog(ctx, snats.EventLog(js), 0, func(done, total uint64) { bar.update("events", done, total) })
+	if err != nil {
+		return nil, err
+	}
+	a, err := audit.CheckLog(ctx, log, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +212,7 @@ func commandConsumer(ctx context.Context, js jetstream.JetStream, name string) (
 // operations aside), and checks each became a job or a rejection.
 func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, intake, strays audit.Consumer, bar *progress) error {
 	rejected := map[uint64]string{} // command sequence: the rejection's reason
-	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
+	_, err := snats.NewLog(js, snats.RejectStream, snats.RejectSubjectPrefix+">").Read(ctx, 1, 0, 1024, func(msgs []snats.Message) error {
 		for _, m := range msgs {
 			if seq, err := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64); err == nil {
 				reason := m.Header.Get(engine.HeaderRejectReason)
@@ -228,7 +230,7 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	// Commands on subjects nothing reads are the serpent-strays
 	// consumer's to reject (none before an engine made it).
 	var cmds []audit.Command
-	_, err = projector.ReadStream(ctx, js, snats.CommandStream, snats.CommandSubjects, 1, 0, 1024, func(msgs []projector.Message) error {
+	_, err = snats.NewLog(js, snats.CommandStream, snats.CommandSubjects).Read(ctx, 1, 0, 1024, func(msgs []snats.Message) error {
 		for _, m := range msgs {
 			if strings.HasPrefix(m.Subject, snats.ScheduleOpPrefix) {
 				continue // schedule operations change schedules, not jobs
@@ -280,18 +282,18 @@ func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 
 // readEventsFile reads a recorded log: one message body per line (an
 // encoded event, or a group of them).
-func readEventsFile(path string) ([]projector.Message, error) {
+func readEventsFile(path string) ([]snats.Message, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --events: %v", errUsage, err)
 	}
 	defer f.Close()
-	var msgs []projector.Message
+	var msgs []snats.Message
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
 	for line := uint64(1); sc.Scan(); line++ {
 		if b := bytes.TrimSpace(sc.Bytes()); len(b) > 0 {
-			msgs = append(msgs, projector.Message{Seq: line, Data: slices.Clone(b)})
+			msgs = append(msgs, snats.Message{Seq: line, Data: slices.Clone(b)})
 		}
 	}
 	if err := sc.Err(); err != nil {

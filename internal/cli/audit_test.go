@@ -20,7 +20,6 @@ import (
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/stretchr/testify/require"
@@ -158,7 +157,7 @@ func recordAudit(t *testing.T) {
 	waitAllTerminal(t, js, []string{lost, jobOf(t, later)})
 
 	var lines [][]byte
-	_, err = projector.ReadStream(ctx, js, snats.EventStream, snats.EventSubjectPrefix+">", 1, 0, 1000, func(msgs []projector.Message) error {
+	_, err = snats.EventLog(js).Read(ctx, 1, 0, 1000, func(msgs []snats.Message) error {
 		for _, m := range msgs {
 			parts, err := events.Split(m.Data) // a line an event
 			if err != nil {

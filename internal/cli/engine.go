@@ -132,7 +132,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if f.httpAddr != "" {
 		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
 			limiter: lim}
-		addr, stop, err := ops.serveHTTP(f.httpAddr)
+		addr, stop, err := ops.server().Serve(f.httpAddr)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/metrics"
+	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // keepFold feeds tally, the metrics' fold of the event log, until the
@@ -16,13 +17,13 @@ import (
 // the log, and keeps the checkpoint (written on stop too). The HTTP
 // server shows the fold, and the sweep for lost timers takes the jobs in
 // flight from it.
-func keepFold(js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) (stop func()) {
+func keepFold(js jetstream.JetStream, tally *projections.Tally, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		seq, counted, err := metrics.Resume(ctx, js, tally)
+		seq, counted, err := projector.ResumeTally(ctx, js, tally)
 		if err != nil {
 			log.Info("metrics: counting the event log from its start", "why", err)
 		} else if seq > 0 {
@@ -31,9 +32,9 @@ func keepFold(js jetstream.JetStream, tally *metrics.Tally, log *slog.Logger) (s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			metrics.KeepCheckpoint(ctx, js, tally, counted, seq, metrics.DefaultCheckpointEvery, log)
+			projector.KeepTallyCheckpoint(ctx, js, tally, counted, seq, projector.DefaultTallyCheckpointEvery, log)
 		}()
-		metrics.Follow(ctx, js, tally, log)
+		projector.FollowTally(ctx, js, tally, log)
 	}()
 	return sync.OnceFunc(func() {
 		cancel()

@@ -59,7 +59,7 @@ func runRebuild(ctx context.Context, args []string, env func(string) string, std
 	out := outputFlag(fs)
 	keep := fs.Bool("keep-staging", false, "keep the staging buckets (serp_*"+projector.StagingSuffix+") after the switch")
 	price := fs.Int64("price-micros", projections.DefaultPriceMicrosPerPage, "price of a page with results in the day ledger's spend estimate (as the engine's)")
-	ttl := fs.Duration("lease-ttl", 10*time.Second, "the projection runners' lease TTL")
+	ttl := fs.Duration("lease-ttl", projector.DefaultLeaseTTL, "the projection runners' lease TTL")
 	replicas := fs.Int("replicas", 1, "replicas of the buckets, if they must be created")
 	prog := progressFlag(fs)
 	if err := parseFlags(fs, args); err != nil {

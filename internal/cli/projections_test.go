@@ -181,7 +181,7 @@ func (v *views) jsonOutput(t *testing.T) {
 // billing ledger; twice.
 func (v *views) rebuildAndAudit(t *testing.T) {
 	url := v.r.natsURL
-	out, err := cli(t, url, "projections", "rebuild", "--lease-ttl", "10s")
+	out, err := cli(t, url, "projections", "rebuild", "--lease-ttl", "3s")
 	require.NoError(t, err)
 	require.Regexp(t, `rebuilt \d+ values from \d+ events .* \d+ unchanged, 0 written, 0 deleted`, out)
 

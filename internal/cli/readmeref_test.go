@@ -14,7 +14,7 @@ import (
 
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/metrics"
-	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
 
@@ -111,8 +111,8 @@ func TestReadmeReference(t *testing.T) {
 // hook has been used.
 func metricNames(t *testing.T) []string {
 	t.Helper()
-	lag := func(context.Context) (projector.Lag, error) { return projector.Lag{}, nil }
-	tally := metrics.NewTally()
+	lag := func(context.Context) (metrics.Lag, error) { return metrics.Lag{}, nil }
+	tally := projections.NewTally()
 	tally.CatchUpTo(0) // an empty log: every figure is served
 	last := func(context.Context) (uint64, error) { return 0, nil }
 	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Version: "test"})

@@ -10,6 +10,7 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/projections"
 )
 
 // sweeper repairs lost timers, of recurring schedules and of jobs.
@@ -18,13 +19,16 @@ type sweeper struct {
 	schedules *engine.Schedules
 	js        jetstream.JetStream
 	// tally is the metrics' fold of the log: the jobs in flight.
-	tally *metrics.Tally
+	tally *projections.Tally
 	// every is --sweep-every; now the server's clock.
 	every time.Duration
 	now   func() time.Time
 	// mx counts the sweeps (nil: not counted).
 	mx  *metrics.Metrics
 	log *slog.Logger
+	// turns is this engine's turn at the periodic sweeps, once the metrics
+	// bucket is found.
+	turns *snats.SweepTurn
 }
 
 // run sweeps at start and then every s.every. It looks only at the jobs
@@ -82,17 +86,23 @@ func (s *sweeper) Run(ctx context.Context, once func()) {
 }
 
 // turn says whether this round's periodic sweep is this engine's to
-// make, recording it if so (worker.SweepTurn): whether it made the last
+// make, recording it if so (snats.SweepTurn): whether it made the last
 // one, or no engine has begun one in the last nine tenths of s.every. If
 // the record cannot be read or written, the engine sweeps all the same.
 func (s *sweeper) turn(ctx context.Context) bool {
-	kv, err := s.js.KeyValue(ctx, snats.MetricsBucket)
 	var (
 		mine bool
-		last engine.SweepRecord
+		last snats.SweepRecord
+		err  error
 	)
-	if err == nil {
-		mine, last, err = engine.SweepTurn(ctx, kv, s.eng.Name(), s.now(), s.every)
+	if s.turns == nil {
+		var kv jetstream.KeyValue
+		if kv, err = s.js.KeyValue(ctx, snats.MetricsBucket); err == nil {
+			s.turns = snats.NewSweepTurn(kv, s.eng.Name(), s.every, s.now)
+		}
+	}
+	if s.turns != nil {
+		mine, last, err = s.turns.Take(ctx)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -109,16 +119,12 @@ func (s *sweeper) turn(ctx context.Context) bool {
 }
 
 // leaveTurn gives up the turn this engine took, after its sweep of the
-// jobs or of the schedules failed (worker.LeaveSweepTurn).
+// jobs or of the schedules failed (snats.SweepTurn.Leave).
 func (s *sweeper) leaveTurn(ctx context.Context) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || s.turns == nil {
 		return // stopping: the failure was the stop's
 	}
-	kv, err := s.js.KeyValue(ctx, snats.MetricsBucket)
-	if err == nil {
-		err = engine.LeaveSweepTurn(ctx, kv, s.eng.Name())
-	}
-	if err != nil && ctx.Err() == nil {
+	if err := s.turns.Leave(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("sweep: could not give the turn up after a failed sweep", "err", err)
 	}
 }
@@ -141,7 +147,7 @@ func (s *sweeper) sweepSchedules(ctx context.Context) bool {
 
 // sweepJobs re-arms the timers of the jobs of ids that lost them; false
 // if the sweep failed.
-func (s *sweeper) sweepJobs(ctx context.Context, ids *metrics.LiveJobs) bool {
+func (s *sweeper) sweepJobs(ctx context.Context, ids *projections.LiveJobs) bool {
 	began := time.Now()
 	rep, err := s.eng.SweepJobs(ctx, s.js, ids)
 	if err != nil {
@@ -178,7 +184,7 @@ func (s *sweeper) count(outcome string) {
 // flight; false if ctx ends first, or wait (when not 0) passes first, so
 // that a fold that cannot catch up does not hold the next round's sweep
 // of the schedules. A wait of more than a minute is logged, once.
-func liveJobs(ctx context.Context, tally *metrics.Tally, through uint64, wait time.Duration, log *slog.Logger) (*metrics.LiveJobs, bool) {
+func liveJobs(ctx context.Context, tally *projections.Tally, through uint64, wait time.Duration, log *slog.Logger) (*projections.LiveJobs, bool) {
 	start, warned := time.Now(), false
 	poll := time.Second
 	if wait > 0 {

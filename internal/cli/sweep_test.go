@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/stretchr/testify/require"
-
-	"github.com/serpent-engine/serpent/metrics"
 )
 
 // TestLiveJobsWaitsForTheFold: the sweep takes the jobs in flight from a
@@ -21,7 +20,7 @@ func TestLiveJobsWaitsForTheFold(t *testing.T) {
 	var out bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
 
-	behind := metrics.NewTally().ForgetFinished() // never told where the log ends
+	behind := projections.NewTally().ForgetFinished() // never told where the log ends
 	ids, ok := liveJobs(t.Context(), behind, 0, 10*time.Millisecond, log)
 	require.False(t, ok)
 	require.Nil(t, ids)
@@ -32,7 +31,7 @@ func TestLiveJobsWaitsForTheFold(t *testing.T) {
 	_, ok = liveJobs(ctx, behind, 0, 0, log)
 	require.False(t, ok, "no bound: until ctx ends")
 
-	caughtUp := metrics.NewTally().ForgetFinished()
+	caughtUp := projections.NewTally().ForgetFinished()
 	caughtUp.CatchUpTo(0) // an empty log
 	ids, ok = liveJobs(t.Context(), caughtUp, 0, 10*time.Millisecond, log)
 	require.True(t, ok)

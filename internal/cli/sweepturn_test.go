@@ -17,6 +17,7 @@ import (
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
 
@@ -30,8 +31,8 @@ func TestSweepTakesTurns(t *testing.T) {
 	ctx := t.Context()
 	kv, err := js.KeyValue(ctx, snats.MetricsBucket)
 	require.NoError(t, err)
-	last := func() engine.SweepRecord {
-		var rec engine.SweepRecord
+	last := func() snats.SweepRecord {
+		var rec snats.SweepRecord
 		if e, err := kv.Get(ctx, snats.MetricsSweepKey); err == nil {
 			require.NoError(t, json.Unmarshal(e.Value(), &rec))
 		}
@@ -47,7 +48,7 @@ func TestSweepTakesTurns(t *testing.T) {
 	// Another engine, as it were, begins a sweep again and again.
 	left := `sweep left to the engine that began one" by=engine-b`
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		rec, err := json.Marshal(engine.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
+		rec, err := json.Marshal(snats.SweepRecord{Began: time.Now().UTC(), Worker: "engine-b"})
 		require.NoError(t, err)
 		_, err = kv.Put(ctx, snats.MetricsSweepKey, rec)
 		require.NoError(t, err)
@@ -94,7 +95,7 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			require.NoError(t, err)
 			schedules, err := engine.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
 			require.NoError(t, err)
-			tally := metrics.NewTally().ForgetFinished() // told nothing of the log
+			tally := projections.NewTally().ForgetFinished() // told nothing of the log
 			if caughtUpOnce {
 				tally.CatchUpTo(0) // as on an empty log
 			}

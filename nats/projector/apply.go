@@ -62,7 +62,7 @@ type applier struct {
 // apply folds recs, in stream order, into every value they change, and
 // returns once each changed value is durably written. ok, if given, is
 // asked before each window of writes; when it says no (the runner's lease
-// is no longer trusted) apply stops with errLeaseLost.
+// is no longer trusted) apply stops with snats.ErrLeaseLost.
 func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func() bool) error {
 	return a.applyHolding(ctx, recs, nil, ok)
 }
@@ -209,8 +209,9 @@ func reachesBatch(t projections.Target, job string, hist, batch []projections.Re
 			through = r.Seq
 		}
 	}
-	if err := checkReached("the history of job "+job, reached, through); err != nil {
-		return fmt.Errorf("%w; %s has no value and is not written from part of it", err, t)
+	if reached < through {
+		return fmt.Errorf("projector: read the history of job %s: it ended at sequence %d, before %d (a replica behind the leader answered?); %s has no value and is not written from part of it",
+			job, reached, through, t)
 	}
 	return nil
 }
@@ -236,7 +237,7 @@ func (a *applier) writeAll(ctx context.Context, todo []projections.Target, curre
 			for start := 0; start < len(targets); start += writeWindow {
 				if ok != nil && !ok() {
 					mu.Lock()
-					errs = append(errs, errLeaseLost)
+					errs = append(errs, snats.ErrLeaseLost)
 					mu.Unlock()
 					return
 				}
@@ -254,8 +255,8 @@ func (a *applier) writeAll(ctx context.Context, todo []projections.Target, curre
 		}()
 	}
 	wg.Wait()
-	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, errLeaseLost) }) {
-		return nil, errLeaseLost
+	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, snats.ErrLeaseLost) }) {
+		return nil, snats.ErrLeaseLost
 	}
 	return conflicted, errors.Join(errs...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -63,7 +64,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			continue // applied before: acknowledged with this batch
 		}
 		if seq > next {
-			missing, err := readRange(ctx, r.js, r.cfg.Stream, r.cfg.Filter, next, seq-1)
+			missing, err := snats.NewLog(r.js, r.cfg.Stream, r.cfg.Filter).Get(ctx, next, seq-1)
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 				return fmt.Errorf("projector: filling the gap %d..%d read %d of its %d events; trying again", next, seq-1, len(missing), seq-next)
 			}
 			for _, mm := range missing {
-				got, err := DecodeEvents(prefix, mm, false)
+				got, err := snats.DecodeEvents(prefix, mm, false)
 				if err != nil {
 					return err
 				}
@@ -82,7 +83,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			gaps += len(missing)
 		}
-		got, err := DecodeEvents(prefix, Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		got, err := snats.DecodeEvents(prefix, snats.Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
 		if err != nil {
 			return err
 		}
@@ -98,8 +99,8 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 	hold := r.holdFrom(recs, prev.jobs, last, lastSeq)
 	all := append(slices.Clip(prev.recs), recs...) // held records come first in the log
 	if len(all) > 0 {
-		if !r.lease.held() {
-			return errLeaseLost
+		if !r.lease.Held() {
+			return snats.ErrLeaseLost
 		}
 		if err := r.app.applyHolding(ctx, all, hold.jobs, func() bool { return r.keepLease(ctx) }); err != nil {
 			return err

@@ -67,93 +67,6 @@ func benchJob(b testing.TB, ids *projectionstest.IDs, i int) [][]byte {
 	return out
 }
 
-// benchEvents makes about n encoded events in memory, as benchLog writes
-// them.
-func benchEvents(b *testing.B, n int) [][]byte {
-	var out [][]byte
-	ids := projectionstest.IDsFrom(0)
-	for base := 0; len(out) < n; base += 1000 {
-		jobs := make([][][]byte, 1000)
-		for i := range jobs {
-			jobs[i] = benchJob(b, ids, base+i)
-		}
-		for k := 0; ; k++ {
-			more := false
-			for _, j := range jobs {
-				if k < len(j) {
-					out, more = append(out, j[k]), true
-				}
-			}
-			if !more {
-				break
-			}
-		}
-	}
-	return out
-}
-
-// BenchmarkAuditEvents is the audit without NATS: decoding, folding and
-// checking a recorded log held in memory.
-func BenchmarkAuditEvents(b *testing.B) {
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	evs := benchEvents(b, 1_000_000)
-	msgs := make([]projector.Message, len(evs))
-	for i, e := range evs {
-		msgs[i] = projector.Message{Seq: uint64(i + 1), Data: e}
-	}
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for b.Loop() {
-		a, err := projector.AuditEvents(context.Background(), msgs, projector.AuditOptions{Audit: audit.Options{Now: projectionstest.T0.Add(48 * time.Hour)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if rep := a.Report(); !rep.OK() || rep.Events != len(msgs) {
-			b.Fatalf("%d events, %d violations", rep.Events, len(rep.Violations))
-		}
-	}
-	b.ReportMetric(float64(len(msgs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
-}
-
-// BenchmarkAuditMemory is what the audit keeps of each job once it has
-// read the whole log (the heap live after a collection, less the log
-// itself, which AuditEvents is given in memory), with and without what
-// the join with the billing ledger needs.
-func BenchmarkAuditMemory(b *testing.B) {
-	evs := benchEvents(b, 1_000_000)
-	msgs := make([]projector.Message, len(evs))
-	for i, e := range evs {
-		msgs[i] = projector.Message{Seq: uint64(i + 1), Data: e}
-	}
-	live := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	for _, ledger := range []bool{true, false} {
-		b.Run(fmt.Sprintf("ledger=%t", ledger), func(b *testing.B) {
-			var perJob float64
-			for b.Loop() {
-				before := live()
-				a, err := projector.AuditEvents(context.Background(), msgs, projector.AuditOptions{
-					Audit: audit.Options{Now: projectionstest.T0.Add(48 * time.Hour), WithoutLedger: !ledger}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				after := live()
-				rep := a.Report()
-				if !rep.OK() {
-					b.Fatalf("%d violations", len(rep.Violations))
-				}
-				perJob = float64(after-before) / float64(rep.Jobs)
-			}
-			b.ReportMetric(perJob, "live-B/job")
-		})
-	}
-}
-
 // benchLog fills SERP_EVENTS with about n events (jobs of 4 to 7 events,
 // a thousand jobs interleaved at a time) and returns the server, which
 // fsyncs every sync (0: every write, as serpent run's embedded server).
@@ -220,7 +133,8 @@ func benchLog(b *testing.B, n int, sync time.Duration) *natstest.Server {
 func projectionsDecodeHeader(b []byte) (events.Event, error) { return events.Decode(b) }
 
 // BenchmarkAuditLog reads, decodes, folds and checks every event of the
-// log, as serpent audit does (with GOGC=400, as serpent audit sets it).
+// log, as serpent audit does (with GOGC=400, as serpent audit sets it):
+// snats.AuditLog and audit.CheckLog, here beside the log benchLog fills.
 func BenchmarkAuditLog(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	for _, n := range []int{100_000, 1_000_000} {
@@ -235,7 +149,11 @@ func BenchmarkAuditLog(b *testing.B) {
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				a, err := projector.AuditLog(ctx, srv.JS, projector.AuditOptions{Audit: audit.Options{Now: projectionstest.T0.Add(48 * time.Hour)}})
+				log, err := snats.NewAuditLog(ctx, snats.EventLog(srv.JS), 0, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := audit.CheckLog(ctx, log, audit.Options{Now: projectionstest.T0.Add(48 * time.Hour)})
 				if err != nil {
 					b.Fatal(err)
 				}

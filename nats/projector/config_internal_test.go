@@ -12,6 +12,7 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections"
 	pt "github.com/serpent-engine/serpent/projections/projectionstest"
@@ -86,7 +87,9 @@ func TestRunnerReadsItsConfiguredLog(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, len(recs), rep.Events)
 	require.Zero(t, rep.Written+rep.Deleted, "the rebuild agrees with the runner")
-	a, err := AuditLog(ctx, srv.JS, AuditOptions{Stream: stream, Filter: prefix + ">", Audit: audit.Options{Now: pt.T0.Add(26 * time.Hour)}})
+	log, err := snats.NewAuditLog(ctx, snats.NewLog(srv.JS, stream, prefix+">"), 0, nil)
+	require.NoError(t, err)
+	a, err := audit.CheckLog(ctx, log, audit.Options{Now: pt.T0.Add(26 * time.Hour)})
 	require.NoError(t, err)
 	report := a.Report()
 	require.Empty(t, report.Violations)

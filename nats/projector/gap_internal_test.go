@@ -3,7 +3,6 @@ package projector
 import (
 	"context"
 	"testing"
-	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,51 +44,4 @@ func TestGapReadShortIsNotAHole(t *testing.T) {
 	err = r.applyBatch(ctx, []jetstream.Msg{delivery{seq: 5}})
 	require.ErrorContains(t, err, "filling the gap 1..4 read 0 of its 4 events")
 	require.EqualValues(t, 1, r.next, "nothing applied")
-}
-
-// TestAuditReloadReadShort: a job the audit reads again must come back
-// through the last event the audit saw of it; a read that ends before
-// (a replica behind answered) is an error, not a shorter history.
-func TestAuditReloadReadShort(t *testing.T) {
-	srv := threeMessagesOfAJob(t)
-	ctx := context.Background()
-	_, err := loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 3, 3)
-	require.NoError(t, err)
-	_, err = loadJob(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix, "job", 5, 9)
-	require.ErrorContains(t, err, "ended at sequence 3, before 5")
-}
-
-// TestReadRangeWithoutAnAnswerIsNotItsEnd: a direct get batch whose
-// request goes unanswered (here, its deadline passed before it left) ends
-// with no message and no "none": readRange says so, rather than hand back
-// a range, or a job's history, that stops short.
-func TestReadRangeWithoutAnAnswerIsNotItsEnd(t *testing.T) {
-	srv := threeMessagesOfAJob(t)
-	ctx := context.Background()
-	msgs, err := readRange(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 1, 3)
-	require.NoError(t, err)
-	require.Len(t, msgs, 3)
-	none, err := readRange(ctx, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"other", 1, 3)
-	require.NoError(t, err, "a subject with no messages is an empty range")
-	require.Empty(t, none)
-
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	msgs, err = readRange(expired, srv.JS, snats.EventStream, snats.EventSubjectPrefix+"job", 1, 3)
-	require.Error(t, err, "read %d of 3 messages and said nothing", len(msgs))
-}
-
-// threeMessagesOfAJob is a server whose event log holds three messages on
-// the subject of job "job".
-func threeMessagesOfAJob(t *testing.T) *natstest.Server {
-	t.Helper()
-	srv := natstest.RunServer(t)
-	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	for range 3 {
-		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("{}"))
-		require.NoError(t, err)
-	}
-	return srv
 }

@@ -3,7 +3,6 @@ package projector
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -99,9 +98,8 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 	}
 	if ctl, err := js.KeyValue(ctx, ControlBucket); err == nil {
 		if e, err := ctl.Get(ctx, leaseKey); err == nil {
-			var v leaseValue
-			if json.Unmarshal(e.Value(), &v) == nil {
-				lag.Holder = v.Holder
+			if c, ok := snats.ReadLeaseClaim(e.Value()); ok {
+				lag.Holder = c.Holder
 			}
 		}
 		if e, err := ctl.Get(ctx, pauseKey); err == nil {
@@ -115,15 +113,14 @@ func ReadLag(ctx context.Context, js jetstream.JetStream, stream string, now tim
 
 // pauseLive reports whether runners stand still for a rebuild's pause
 // read once. They do until its revision has not moved for a lease TTL
-// (lease.live); one read cannot see a revision move, so the TTL is counted
+// (snats.Lease.Live); one read cannot see a revision move, so the TTL is counted
 // from when the server stored the revision, by the server's clock (never
 // the rebuild's clock against the reader's). The TTL is the rebuild's,
 // which must be the runners'; the default for a value that does not say.
 func pauseLive(e jetstream.KeyValueEntry, serverNow time.Time) bool {
-	ttl := defaultLeaseTTL
-	var v leaseValue
-	if json.Unmarshal(e.Value(), &v) == nil && v.TTL > 0 {
-		ttl = v.TTL.D()
+	ttl := DefaultLeaseTTL
+	if c, ok := snats.ReadLeaseClaim(e.Value()); ok && c.TTL > 0 {
+		ttl = c.TTL
 	}
 	return serverNow.Sub(e.Created()) < ttl
 }

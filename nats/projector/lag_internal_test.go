@@ -2,7 +2,6 @@ package projector
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
@@ -31,10 +29,10 @@ func TestPauseOfADeadRebuild(t *testing.T) {
 	r, err := New(ctx, srv.JS, Config{Name: "t", LeaseTTL: ttl})
 	require.NoError(t, err)
 
-	v, _ := json.Marshal(leaseValue{Holder: "rebuild", What: "rebuild", Renewed: time.Now().Add(-time.Hour), TTL: events.Duration(time.Hour)})
+	v := snats.LeaseJSON.Encode(snats.LeaseClaim{Holder: "rebuild", What: "rebuild", Stamp: time.Now().Add(-time.Hour), TTL: time.Hour})
 	_, err = r.ctl.Put(ctx, pauseKey, v)
 	require.NoError(t, err)
-	held, err := r.pause.live(ctx)
+	held, err := r.pause.Live(ctx)
 	require.NoError(t, err)
 	require.True(t, held, "the runners stand still")
 	lag, err := ReadLag(ctx, srv.JS, "", time.Now())
@@ -42,13 +40,13 @@ func TestPauseOfADeadRebuild(t *testing.T) {
 	require.True(t, lag.Paused, "renewed just now, by a clock an hour behind")
 
 	// A rebuild with the runners' TTL takes the pause and dies.
-	rebuild := newLease(r.ctl, pauseKey, "rebuild", "rebuild", ttl)
+	rebuild := snats.NewLease(r.ctl, pauseKey, snats.LeaseConfig{Holder: "rebuild", What: "rebuild", TTL: ttl})
 	require.NoError(t, r.ctl.Delete(ctx, pauseKey))
-	ok, err := rebuild.acquire(ctx)
+	ok, err := rebuild.Acquire(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		held, err := r.pause.live(ctx)
+		held, err := r.pause.Live(ctx)
 		if err != nil {
 			return err
 		}

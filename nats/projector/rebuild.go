@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -92,19 +93,19 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 	holder := o.Name + "-rebuild-" + randomSuffix()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	lock := newLease(ctl, rebuildKey, holder, "rebuild", o.LeaseTTL)
-	pause := newLease(ctl, pauseKey, holder, "rebuild", o.LeaseTTL)
-	runner := newLease(ctl, leaseKey, holder, "rebuild", o.LeaseTTL)
+	lock := snats.NewLease(ctl, rebuildKey, snats.LeaseConfig{Holder: holder, What: "rebuild", TTL: o.LeaseTTL})
+	pause := snats.NewLease(ctl, pauseKey, snats.LeaseConfig{Holder: holder, What: "rebuild", TTL: o.LeaseTTL})
+	runner := snats.NewLease(ctl, leaseKey, snats.LeaseConfig{Holder: holder, What: "rebuild", TTL: o.LeaseTTL})
 	k := &keeper{cancel: cancel}
 	defer func() {
 		k.stop()
 		done := context.WithoutCancel(ctx)
-		runner.release(done)
-		pause.release(done)
+		_ = runner.Release(done)
+		_ = pause.Release(done)
 		if !o.KeepStaging {
 			_ = dropStaging(done, js)
 		}
-		lock.release(done)
+		_ = lock.Release(done)
 	}()
 	if err := k.take(ctx, lock, "another rebuild is running"); err != nil {
 		return rep, err
@@ -123,10 +124,10 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 			return err
 		}
 		o.Progress("events", rep.UpTo, to)
-		_, err = ReadStream(ctx, js, o.Stream, o.Filter, from, to, o.Batch, func(msgs []Message) error {
+		_, err = snats.NewLog(js, o.Stream, o.Filter).Read(ctx, from, to, o.Batch, func(msgs []snats.Message) error {
 			recs := make([]projections.Record, 0, len(msgs))
 			for _, m := range msgs {
-				got, err := DecodeEvents(prefix, m, false)
+				got, err := snats.DecodeEvents(prefix, m, false)
 				if err != nil {
 					return fmt.Errorf("projector: rebuild stops at an unreadable event: %w", err)
 				}
@@ -164,7 +165,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, o RebuildOptions) (Reb
 	if err != nil {
 		return rep, err
 	}
-	sw, err := switchOver(ctx, staging, live, runner.held, o.Progress)
+	sw, err := switchOver(ctx, staging, live, runner.Held, o.Progress)
 	if err != nil {
 		return rep, cause(ctx, err)
 	}
@@ -213,7 +214,7 @@ func cause(ctx context.Context, err error) error {
 // one is lost.
 type keeper struct {
 	mu     sync.Mutex
-	leases []*lease
+	leases []*snats.Lease
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -221,10 +222,10 @@ type keeper struct {
 
 // take acquires l, waiting up to three TTLs (a holder that died leaves its
 // lease to stand still for one), and keeps it renewed.
-func (k *keeper) take(ctx context.Context, l *lease, busy string) error {
-	deadline := time.Now().Add(3 * l.ttl)
+func (k *keeper) take(ctx context.Context, l *snats.Lease, busy string) error {
+	deadline := time.Now().Add(3 * l.TTL())
 	for {
-		ok, err := l.acquire(ctx)
+		ok, err := l.Acquire(ctx)
 		if err != nil {
 			return err
 		}
@@ -235,9 +236,9 @@ func (k *keeper) take(ctx context.Context, l *lease, busy string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("projector: %s (key %s of %s); try again later", busy, l.key, ControlBucket)
+			return fmt.Errorf("projector: %s (key %s of %s); try again later", busy, l.Key(), ControlBucket)
 		}
-		sleep(ctx, l.ttl/10)
+		sleep(ctx, l.TTL()/10)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -266,11 +267,11 @@ func (k *keeper) run(ctx context.Context, every time.Duration, done chan struct{
 		case <-t.C:
 		}
 		k.mu.Lock()
-		leases := append([]*lease(nil), k.leases...)
+		leases := append([]*snats.Lease(nil), k.leases...)
 		k.mu.Unlock()
 		for _, l := range leases {
-			if err := l.renew(ctx); err != nil && ctx.Err() == nil {
-				k.cancel(fmt.Errorf("projector: rebuild lost its %s lease: %w", l.key, err))
+			if err := l.Renew(ctx); err != nil && ctx.Err() == nil {
+				k.cancel(fmt.Errorf("projector: rebuild lost its %s lease: %w", l.Key(), err))
 				return
 			}
 		}

@@ -32,8 +32,10 @@ const DefaultBatch = 6000
 // CPU in serpent bench's steady phase (docs/performance.md has the figures).
 const DefaultLinger = 50 * time.Millisecond
 
-// defaultLeaseTTL is the runners' lease TTL unless told otherwise.
-const defaultLeaseTTL = 10 * time.Second
+// DefaultLeaseTTL is the runners' lease TTL unless told otherwise: a
+// standby takes over from a runner that died within one and a half of it
+// (Config.Takeover), under 5 s.
+const DefaultLeaseTTL = 3 * time.Second
 
 // Config configures a Runner. The zero value fits SERP_EVENTS.
 type Config struct {
@@ -63,7 +65,8 @@ type Config struct {
 	// for more before it writes them without.
 	Linger time.Duration
 	// LeaseTTL is how long a silent runner keeps the lease before another
-	// takes over; default 10 s.
+	// takes over; default DefaultLeaseTTL. A runner renews it every third
+	// of it.
 	LeaseTTL time.Duration
 	// Name identifies the runner in the lease; default host-pid.
 	Name string
@@ -102,6 +105,14 @@ var ErrCrash = errors.New("projector: crash requested by a test hook")
 // rather than look ready and apply nothing.
 var ErrConsumerGone = errors.New("projector: the consumer " + Consumer + " is gone")
 
+// Takeover is how long after the runner holding the lease dies a standby
+// has taken it over at the latest: the lease's TTL for its key to stand
+// still, and a look of the standby's (every quarter TTL) on either side.
+func (c Config) Takeover() time.Duration {
+	ttl := c.withDefaults().LeaseTTL
+	return ttl + 2*(ttl/4)
+}
+
 func (c Config) withDefaults() Config {
 	if c.Stream == "" {
 		c.Stream = snats.EventStream
@@ -119,7 +130,7 @@ func (c Config) withDefaults() Config {
 		c.Linger = 0
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = defaultLeaseTTL
+		c.LeaseTTL = DefaultLeaseTTL
 	}
 	if c.Name == "" {
 		host, _ := os.Hostname()
@@ -155,8 +166,8 @@ type Runner struct {
 	cfg   Config
 	cons  jetstream.Consumer
 	ctl   jetstream.KeyValue
-	lease *lease
-	pause *lease
+	lease *snats.Lease
+	pause *snats.Lease
 	app   *applier
 	log   *slog.Logger
 
@@ -210,8 +221,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	sc := st.CachedInfo().Config
 	holder := cfg.Name + "-" + randomSuffix()
 	r := &Runner{js: js, cfg: cfg, cons: cons, ctl: ctl, log: cfg.Logger.With("component", "projections"),
-		lease: newLease(ctl, leaseKey, holder, "projections", cfg.LeaseTTL),
-		pause: newLease(ctl, pauseKey, holder, "", cfg.LeaseTTL),
+		lease: snats.NewLease(ctl, leaseKey, snats.LeaseConfig{Holder: holder, What: "projections", TTL: cfg.LeaseTTL}),
+		pause: snats.NewLease(ctl, pauseKey, snats.LeaseConfig{Holder: holder, TTL: cfg.LeaseTTL}),
 		app:   &applier{js: js, proj: projections.New(cfg.Projection), b: b, cache: newCache(cfg.CacheSize)}}
 	r.wholeLog = sc.DenyDelete && sc.DenyPurge && len(sc.Subjects) == 1 && sc.Subjects[0] == cfg.Filter
 	r.app.history = r.history
@@ -229,13 +240,13 @@ func (c Config) subjectPrefix() string {
 // history reads a job's events, from the first up to upTo.
 func (r *Runner) history(ctx context.Context, jobID string, upTo uint64) ([]projections.Record, error) {
 	prefix := r.cfg.subjectPrefix()
-	msgs, err := readRange(ctx, r.js, r.cfg.Stream, prefix+jobID, 1, upTo)
+	msgs, err := snats.NewLog(r.js, r.cfg.Stream, prefix+jobID).Get(ctx, 1, upTo)
 	if err != nil {
 		return nil, err
 	}
 	recs := make([]projections.Record, 0, len(msgs))
 	for _, m := range msgs {
-		got, err := DecodeEvents(prefix, m, false)
+		got, err := snats.DecodeEvents(prefix, m, false)
 		if err != nil {
 			return nil, err
 		}
@@ -279,14 +290,14 @@ func (r *Runner) Run(ctx context.Context) error {
 				r.log.Warn("projections: writing the held events on the way out failed", "err", err)
 			}
 		}
-		r.lease.release(release)
+		_ = r.lease.Release(release)
 		r.update(func(s *Stats) { s.Holding = false })
 	}()
 	idle := r.cfg.LeaseTTL / 4
 	failures := 0
 	lastReport := time.Now()
 	for ctx.Err() == nil {
-		if time.Since(lastReport) >= time.Minute && r.lease.held() {
+		if time.Since(lastReport) >= time.Minute && r.lease.Held() {
 			lastReport = time.Now()
 			r.reportLag(ctx)
 		}
@@ -338,32 +349,32 @@ func (r *Runner) reportLag(ctx context.Context) {
 // batch. worked is false when the runner stands by (it then waits a
 // while before it looks again).
 func (r *Runner) step(ctx context.Context) (worked bool, err error) {
-	paused, err := r.pause.live(ctx)
+	paused, err := r.pause.Live(ctx)
 	if err != nil {
 		return false, err
 	}
 	r.update(func(s *Stats) { s.Paused = paused })
 	if paused {
-		if r.lease.claimed() {
+		if r.lease.Claimed() {
 			r.log.Info("projections: paused for a rebuild; giving the lease up")
-			r.lease.release(ctx)
+			_ = r.lease.Release(ctx)
 			r.update(func(s *Stats) { s.Holding = false })
 		}
 		return false, nil
 	}
-	if r.lease.renewDue() {
-		if err := r.lease.renew(ctx); err != nil {
+	if r.lease.RenewDue() {
+		if err := r.lease.Renew(ctx); err != nil {
 			r.update(func(s *Stats) { s.Holding = false })
 			return false, err
 		}
 	}
-	if !r.lease.held() {
-		ok, err := r.lease.acquire(ctx)
+	if !r.lease.Held() {
+		ok, err := r.lease.Acquire(ctx)
 		if err != nil || !ok {
 			return false, err
 		}
 		if err := r.start(ctx); err != nil {
-			r.lease.release(ctx)
+			_ = r.lease.Release(ctx)
 			return false, err
 		}
 		return true, nil // look for a pause once more before the first batch
@@ -376,13 +387,13 @@ func (r *Runner) step(ctx context.Context) (worked bool, err error) {
 // one (a big batch on a slow server) keeps the lease it started with
 // instead of losing it halfway and starting over.
 func (r *Runner) keepLease(ctx context.Context) bool {
-	if r.lease.renewDue() {
-		if err := r.lease.renew(ctx); err != nil {
+	if r.lease.RenewDue() {
+		if err := r.lease.Renew(ctx); err != nil {
 			r.log.Warn("projections: renewing the lease during a batch failed", "err", err)
 			return false
 		}
 	}
-	return r.lease.held()
+	return r.lease.Held()
 }
 
 // start prepares a runner that just took the lease: whatever it
@@ -395,6 +406,6 @@ func (r *Runner) start(ctx context.Context) error {
 	r.app.cache.clear()
 	r.next, r.held = info.AckFloor.Stream+1, held{}
 	r.update(func(s *Stats) { s.Holding = true })
-	r.log.Info("projections: took the lease", "holder", r.lease.holder, "from_seq", r.next)
+	r.log.Info("projections: took the lease", "holder", r.lease.Holder(), "from_seq", r.next)
 	return nil
 }

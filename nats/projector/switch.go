@@ -60,7 +60,7 @@ func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
 				return nil
 			}
 			if !ok() {
-				return errLeaseLost
+				return snats.ErrLeaseLost
 			}
 			msg := &natsgo.Msg{Subject: "$KV." + live.name[b] + "." + e.Key(), Data: e.Value()}
 			fut, err := live.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(cur.rev))
@@ -86,7 +86,7 @@ func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
 				continue // already deleted
 			}
 			if !ok() {
-				return c, errLeaseLost
+				return c, snats.ErrLeaseLost
 			}
 			if err := live.kv[b].Delete(ctx, key, jetstream.LastRevision(cur.rev)); err != nil {
 				return c, fmt.Errorf("projector: switch: delete %s/%s: %w", b, key, err)
