@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -163,47 +162,6 @@ func TestCommandsParsedStrictly(t *testing.T) {
 	var ve *aggregate.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "invalid_slot", ve.Reason())
-}
-
-// TestAmbiguousCommandAnEarlierEngineTook: during an upgrade, a command
-// with a field named twice (which this version refuses) may have been
-// made a job by an engine of the earlier version (which read the last
-// value) before it is delivered again here: it stays that job, and is not
-// rejected as well. The same command nobody made a job of is rejected.
-func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
-	ctx := context.Background()
-	ambiguous := func(q string) string {
-		return `{"slot":"2026-12-02T14:00:00Z","query":"first","query":"` + q + `","country":"US","language":"en","device":"mobile"}`
-	}
-	took, refused := ambiguous("taken earlier"), ambiguous("never taken")
-	ack, err := l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(took))
-	require.NoError(t, err)
-	_, err = l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(refused))
-	require.NoError(t, err)
-
-	// The earlier engine's job: Go's decoder kept the last value.
-	var c aggregate.ScheduleCommand
-	require.NoError(t, json.Unmarshal([]byte(took), &c))
-	sched, err := aggregate.NewSchedule(c, l.policy, fmt.Sprintf("%s:%d", snats.CommandStream, ack.Sequence))
-	require.NoError(t, err)
-	evs, err := aggregate.Decide(aggregate.State{}, sched, time.Now(), engine.NewIDs(time.Now))
-	require.NoError(t, err)
-	_, err = l.store.Append(ctx, sched.JobID, 0, evs...)
-	require.NoError(t, err)
-
-	eng := l.engine("w", engine.Hooks{})
-	l.start(eng, 1)
-	states := l.waitTerminal([]string{sched.JobID}, 20*time.Second)
-	require.Equal(t, aggregate.StatusSucceeded, states[sched.JobID].Status)
-	// A request to the micro service is never delivered again: the same
-	// bytes are refused there, the job existing or not.
-	_, err = eng.Schedule(ctx, []byte(took), "micro:serpent.schedule")
-	var rej *engine.RejectError
-	require.ErrorAs(t, err, &rej)
-	require.Equal(t, engine.ReasonMalformed, rej.Reason)
-	l.waitSettled(snats.IntakeConsumer)
-	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonMalformed: 1}, l.rejections(), "only the command nobody took")
 }
 
 // flakyRejections fails its first fails records, then passes the rest
