@@ -13,10 +13,10 @@ import (
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/engine/enginetest"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/eventstore/memstore"
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/stretchr/testify/require"
@@ -548,11 +548,10 @@ func TestStaleLoadDoesNotDropTheWakeUp(t *testing.T) {
 // resend, which the budget does not hold back, and it may buy.
 func TestUnsentClaimKeepsItsBudget(t *testing.T) {
 	e := setup(t, func(string, int) serper.Result { return success("r", false) })
-	srv := natstest.RunServer(t)
+	kv := enginetest.NewBucket()
 	ctx := context.Background()
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{DailyPages: 5}))
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w", 2*time.Minute, e.clock.Now, nil)
+	require.NoError(t, engine.SetLimits(ctx, kv, "", accounts.Limits{DailyPages: 5}))
+	lim, err := engine.NewLimiter(ctx, kv, "w", 2*time.Minute, e.clock.Now, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	natstest.WaitFor(t, 10*time.Second, func() error {
@@ -569,7 +568,7 @@ func TestUnsentClaimKeepsItsBudget(t *testing.T) {
 		}}})
 	require.NoError(t, err)
 	spent := func() int {
-		st, err := engine.AccountStatuses(ctx, srv.JS, e.clock.Now())
+		st, err := engine.AccountStatuses(ctx, kv, e.clock.Now())
 		require.NoError(t, err)
 		for _, a := range st {
 			if a.Account == "default" {

@@ -1,5 +1,9 @@
 // Package nats holds serpent's JetStream adapters: the event store, stream
-// provisioning, an embedded server and connection options.
+// provisioning, an embedded server and connection options, and the other
+// ports of package engine (timers, the shared buckets, schedule orders).
+// It is, with its subpackages, the only code that imports the NATS
+// client: nats/consume runs the engine's consumers, nats/service its micro
+// service, nats/projector the projections.
 //
 // # Event store
 //
@@ -75,6 +79,18 @@
 // messages, all in flight at once, each settled like a single append: a
 // single server stages every atomic batch in a file store of its own,
 // which costs more than a few plain writes.
+//
+// # The engine's other ports
+//
+// Timers arms job and schedule timers as JetStream message schedules on
+// SERP_WORK, and says which jobs and schedules have one waiting (the
+// sweep of lost timers reads SERP_WORK's index of subjects for that). KV
+// is a KV bucket as the engine shares state through it (serp_accounts,
+// serp_schedules): a value's revision is its stream sequence, and a
+// conditional write a compare-and-set on it; the conformance suite in
+// engine/enginetest holds it and the in-memory fake to the same rules.
+// Orders publishes the commands of recurring schedules' slots on
+// serp.cmd.schedule, with their message id.
 //
 // # Servers and connections
 //

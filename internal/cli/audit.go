@@ -212,8 +212,8 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	rejected := map[uint64]string{} // command sequence: the rejection's reason
 	_, err := projector.ReadStream(ctx, js, snats.RejectStream, snats.RejectSubjectPrefix+">", 1, 0, 1024, func(msgs []projector.Message) error {
 		for _, m := range msgs {
-			if seq, err := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64); err == nil {
-				reason := m.Header.Get(engine.HeaderRejectReason)
+			if seq, err := strconv.ParseUint(m.Header.Get(snats.HeaderCommandSeq), 10, 64); err == nil {
+				reason := m.Header.Get(snats.HeaderRejectReason)
 				if reason == "" {
 					reason = strings.TrimPrefix(m.Subject, snats.RejectSubjectPrefix)
 				}

@@ -71,7 +71,7 @@ func eventLogLastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error
 
 // accountFigures reads the API accounts' shared state for the metrics.
 func accountFigures(ctx context.Context, js jetstream.JetStream, now time.Time) ([]metrics.Account, error) {
-	sts, err := engine.AccountStatuses(ctx, js, now)
+	sts, err := accountStatuses(ctx, js, now)
 	if err != nil {
 		return nil, err
 	}

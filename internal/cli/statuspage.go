@@ -169,7 +169,7 @@ func (s *opsServer) collectStatus(ctx context.Context, now time.Time) statusData
 		}
 	}
 	d.Chart = chartOf(d.Days)
-	if d.Accounts, err = engine.AccountStatuses(ctx, s.js, now); err != nil {
+	if d.Accounts, err = accountStatuses(ctx, s.js, now); err != nil {
 		d.Notes = append(d.Notes, "no API accounts: "+err.Error())
 	}
 	return d

@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/recurring"
 	"github.com/serpent-engine/serpent/serper/sandbox"
@@ -34,7 +34,7 @@ func (l *live) startFiring(eng *engine.Engine, s *engine.Schedules) (stop func()
 	require.NoError(l.t, err)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = eng.RunFiring(ctx, s, firing) }()
+	go func() { defer wg.Done(); _ = consume.Firing(ctx, s, firing, consume.Options{}) }()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); wg.Wait(); stopEngine() }) }
 	l.t.Cleanup(stop)
@@ -42,7 +42,7 @@ func (l *live) startFiring(eng *engine.Engine, s *engine.Schedules) (stop func()
 }
 
 func (l *live) schedules(now func() time.Time) *engine.Schedules {
-	s, err := engine.NewSchedules(context.Background(), l.srv.JS, snats.NewTimers(l.srv.JS, now), now, nil)
+	s, err := l.newSchedules(snats.NewTimers(l.srv.JS, now), now, nil)
 	require.NoError(l.t, err)
 	return s
 }
@@ -236,7 +236,7 @@ func TestScheduleTimerLostIsArmedAgain(t *testing.T) {
 	l := setupLive(t, sandbox.Faults{})
 	ctx := context.Background()
 	timers := &failOnce{ScheduleTimers: snats.NewTimers(l.srv.JS, nil)}
-	s, err := engine.NewSchedules(ctx, l.srv.JS, timers, nil, nil)
+	s, err := l.newSchedules(timers, nil, nil)
 	require.NoError(t, err)
 	def := espresso("hourly", "@hourly")
 	_, err = s.Create(ctx, def)
@@ -346,7 +346,9 @@ func TestScheduleCommandsInOrderOverEngines(t *testing.T) {
 		cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
 		require.NoError(t, err)
 		s := l.schedules(nil)
-		l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, s, l.srv.JS, cmds) })
+		l.goRun(func(ctx context.Context) {
+			_ = consume.ScheduleCommands(ctx, eng, s, consume.NewRejections(l.srv.JS), cmds, consume.Options{})
+		})
 	}
 	const n = 20
 	for i := range n {
@@ -555,7 +557,9 @@ func TestScheduleOpPayloadsReadStrictly(t *testing.T) {
 	eng := l.engine("a", engine.Hooks{})
 	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
 	require.NoError(t, err)
-	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, s, l.srv.JS, cmds) })
+	l.goRun(func(ctx context.Context) {
+		_ = consume.ScheduleCommands(ctx, eng, s, consume.NewRejections(l.srv.JS), cmds, consume.Options{})
+	})
 	_, err = l.srv.JS.Publish(ctx, snats.ScheduleOpPrefix+"frobnicate", nil)
 	require.NoError(t, err)
 	l.waitSettled(snats.ScheduleAdminConsumer)
@@ -616,78 +620,94 @@ func TestRecreatedScheduleOrdersItsSlot(t *testing.T) {
 	require.True(t, l.jobExists(job), "the job the schedule recorded for its slot exists")
 }
 
-// hookJS is a JetStream whose schedule commands and writes of the
-// schedules bucket can be interrupted: beforeOrder runs before each
-// command is published on serp.cmd.schedule, beforeStore before a record
-// is first stored (Create), beforeWrite before each compare-and-set write
-// of a record (Update), beforeClaim before each write of a claim on a
-// search ("create", "update" or "delete"); an error one returns is the
-// publish's or write's.
-type hookJS struct {
-	jetstream.JetStream
+// hooks interrupt the schedules' commands and writes of their bucket:
+// beforeOrder runs before each command is published on
+// serp.cmd.schedule, beforeStore before a record is first stored
+// (Create), beforeWrite before each compare-and-set write of a record,
+// beforeClaim before each write of a claim on a search ("create",
+// "update" or "delete"); an error one returns is the publish's or
+// write's.
+type hooks struct {
 	beforeOrder func() error
 	beforeStore func() error
 	beforeWrite func() error
 	beforeClaim func(op string) error
 }
 
-func (h *hookJS) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	if m.Subject == snats.ScheduleSubject && h.beforeOrder != nil {
-		if err := h.beforeOrder(); err != nil {
-			return nil, err
-		}
-	}
-	return h.JetStream.PublishMsg(ctx, m, opts...)
-}
-
-func (h *hookJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	kv, err := h.JetStream.KeyValue(ctx, bucket)
-	return &hookKV{KeyValue: kv, h: h}, err
-}
-
-type hookKV struct {
-	jetstream.KeyValue
-	h *hookJS
-}
-
 // before runs the hook for a write of key.
-func (k *hookKV) before(op, key string) error {
+func (h *hooks) before(op, key string) error {
 	switch claim := strings.HasPrefix(key, "body."); {
-	case claim && k.h.beforeClaim != nil:
-		return k.h.beforeClaim(op)
-	case !claim && op == "create" && k.h.beforeStore != nil:
-		return k.h.beforeStore()
-	case !claim && op == "update" && k.h.beforeWrite != nil:
-		return k.h.beforeWrite()
+	case claim && h.beforeClaim != nil:
+		return h.beforeClaim(op)
+	case !claim && op == "create" && h.beforeStore != nil:
+		return h.beforeStore()
+	case !claim && op == "update" && h.beforeWrite != nil:
+		return h.beforeWrite()
 	}
 	return nil
 }
 
-func (k *hookKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	if err := k.before("create", key); err != nil {
-		return 0, err
-	}
-	return k.KeyValue.Create(ctx, key, value, opts...)
+// hookBucket is the schedules' bucket with hooks before its writes.
+type hookBucket struct {
+	engine.Bucket
+	h *hooks
 }
 
-func (k *hookKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
-	if err := k.before("update", key); err != nil {
-		return 0, err
+func (b *hookBucket) Write(ctx context.Context, key string, value []byte, rev uint64) (uint64, bool, error) {
+	op := "update"
+	if rev == 0 {
+		op = "create"
 	}
-	return k.KeyValue.Update(ctx, key, value, rev)
+	if err := b.h.before(op, key); err != nil {
+		return 0, false, err
+	}
+	return b.Bucket.Write(ctx, key, value, rev)
 }
 
-func (k *hookKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
-	if err := k.before("delete", key); err != nil {
-		return err
+func (b *hookBucket) Delete(ctx context.Context, key string, rev uint64) (bool, error) {
+	if err := b.h.before("delete", key); err != nil {
+		return false, err
 	}
-	return k.KeyValue.Delete(ctx, key, opts...)
+	return b.Bucket.Delete(ctx, key, rev)
 }
 
-// hooked returns schedules over a hookJS, and that hookJS.
-func (l *live) hooked(now func() time.Time) (*engine.Schedules, *hookJS) {
-	h := &hookJS{JetStream: l.srv.JS}
-	s, err := engine.NewSchedules(context.Background(), h, snats.NewTimers(l.srv.JS, now), now, nil)
+// hookOrders are the schedules' orders with a hook before each.
+type hookOrders struct {
+	engine.Orders
+	h *hooks
+}
+
+func (o *hookOrders) Order(ctx context.Context, cmd []byte, id, schedule string) error {
+	if o.h.beforeOrder != nil {
+		if err := o.h.beforeOrder(); err != nil {
+			return err
+		}
+	}
+	return o.Orders.Order(ctx, cmd, id, schedule)
+}
+
+// newSchedules is the schedules of the server, on timers and the clock
+// now (nil: time.Now), interrupted by h if it is not nil.
+func (l *live) newSchedules(timers engine.ScheduleTimers, now func() time.Time, h *hooks) (*engine.Schedules, error) {
+	kv, err := snats.OpenKV(context.Background(), l.srv.JS, snats.SchedulesBucket)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		bucket engine.Bucket = kv
+		orders engine.Orders = snats.NewOrders(l.srv.JS)
+	)
+	if h != nil {
+		bucket, orders = &hookBucket{Bucket: bucket, h: h}, &hookOrders{Orders: orders, h: h}
+	}
+	return engine.NewSchedules(engine.SchedulesConfig{Bucket: bucket, Timers: timers, Orders: orders,
+		MaxPayload: l.srv.Conn.MaxPayload(), Now: now})
+}
+
+// hooked returns schedules interrupted by hooks, and those hooks.
+func (l *live) hooked(now func() time.Time) (*engine.Schedules, *hooks) {
+	h := &hooks{}
+	s, err := l.newSchedules(snats.NewTimers(l.srv.JS, now), now, h)
 	require.NoError(l.t, err)
 	return s, h
 }
@@ -710,7 +730,7 @@ func once(f func() error) func() error {
 // slots first and publishes them after: what wins the write decides.
 func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 	slot := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	setup := func(t *testing.T) (*live, *clock, *engine.Schedules, *engine.Schedules, *hookJS) {
+	setup := func(t *testing.T) (*live, *clock, *engine.Schedules, *engine.Schedules, *hooks) {
 		l := setupLive(t, sandbox.Faults{})
 		c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
 		s, h := l.hooked(c.Now)
@@ -963,14 +983,14 @@ func TestConcurrentOverlappingCreatesOneWins(t *testing.T) {
 	l := setupLive(t, sandbox.Faults{})
 	ctx := context.Background()
 	r := &rendezvous{t: t}
-	h := &hookJS{JetStream: l.srv.JS,
+	h := &hooks{
 		beforeStore: func() error { return r.meet("store") },
 		beforeClaim: func(string) error { return r.meet("claim") },
 	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i, id := range []string{"a", "b"} {
-		s, err := engine.NewSchedules(ctx, h, snats.NewTimers(l.srv.JS, nil), nil, nil)
+		s, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil, h)
 		require.NoError(t, err)
 		d := espresso(id, "@hourly")
 		d.Query = "espresso scale"
