@@ -33,7 +33,7 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 	l.start(eng, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	schedules, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil, nil)
+	schedules, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil)
 	require.NoError(t, err)
 	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestScheduleDeleteDeliveredAgain(t *testing.T) {
 	require.NoError(t, err)
 
 	eng := l.engine("w", engine.Hooks{})
-	schedules, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil, nil)
+	schedules, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil)
 	require.NoError(t, err)
 	l.goRun(func(ctx context.Context) {
 		_ = consume.ScheduleCommands(ctx, eng, schedules, consume.NewRejections(l.srv.JS), cmds, consume.Options{})
