@@ -15,7 +15,7 @@ import (
 // command is acknowledged once that is durable, asked again a second
 // later if it failed, and left alone when a test hook played a crash. The
 // intake's loop (package nats) calls it for every delivery; the
-// simulation (package sim) calls it with its own messages and rejection
+// simulation (internal/sim) calls it with its own messages and rejection
 // records, so both run this code.
 func (e *Engine) HandleCommand(ctx context.Context, rec Rejections, msg Msg) {
 	info, err := msg.Info()

@@ -47,7 +47,7 @@ func (e *Engine) Held() int { return int(e.held.Load()) }
 // asked again after Config.RetryDelay when the step failed, terminated
 // when the job does not exist, left alone when a test hook played a
 // crash. The work consumer's loop (package nats) calls it for every
-// delivery; the simulation (package sim) calls it with its own messages,
+// delivery; the simulation (internal/sim) calls it with its own messages,
 // so both run this code.
 func (e *Engine) HandleWork(ctx context.Context, jobID string, msg Msg) {
 	var woke time.Time

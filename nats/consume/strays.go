@@ -14,7 +14,7 @@ import (
 // (serp.cmd.schedule, serp.cmd.schedules.<op>) is acknowledged and left
 // to its own consumer; any other (serp.cmd.schedul, serp.cmd.schedule.v2)
 // is recorded in rec as refused, reason unknown_subject, once. The
-// simulation (package sim) calls it too.
+// simulation (internal/sim) calls it too.
 func HandleStray(ctx context.Context, eng *engine.Engine, rec engine.Rejections, m engine.Msg) {
 	subj := m.Subject()
 	if subj == snats.ScheduleSubject || strings.HasPrefix(subj, snats.ScheduleOpPrefix) {
