@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
@@ -85,16 +84,16 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 	}
 	rejected := map[uint64]rejection{}
 	err = readAll(ctx, r.js, snats.RejectStream, snats.RejectSubjectPrefix+">", func(m jetstream.Msg) error {
-		seq, err := strconv.ParseUint(m.Headers().Get(engine.HeaderCommandSeq), 10, 64)
+		seq, err := strconv.ParseUint(m.Headers().Get(snats.HeaderCommandSeq), 10, 64)
 		if err != nil {
-			rep.violation("a rejection record without a command sequence: %q", m.Headers().Get(engine.HeaderCommandSeq))
+			rep.violation("a rejection record without a command sequence: %q", m.Headers().Get(snats.HeaderCommandSeq))
 			return nil
 		}
 		if _, twice := rejected[seq]; twice {
 			rep.violation("command %d was rejected twice", seq)
 		}
-		rejected[seq] = rejection{m.Headers().Get(engine.HeaderRejectReason), m.Data()}
-		rep.Rejections[m.Headers().Get(engine.HeaderRejectReason)]++
+		rejected[seq] = rejection{m.Headers().Get(snats.HeaderRejectReason), m.Data()}
+		rep.Rejections[m.Headers().Get(snats.HeaderRejectReason)]++
 		r.holdsToken("rejection of command "+strconv.FormatUint(seq, 10), m)
 		return nil
 	})

@@ -83,7 +83,7 @@ func TestMalformedFlood(t *testing.T) {
 	for seq := uint64(1); seq <= bad; seq++ {
 		m, err := rej.GetMsg(ctx, seq)
 		require.NoError(t, err)
-		cs, err := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64)
+		cs, err := strconv.ParseUint(m.Header.Get(snats.HeaderCommandSeq), 10, 64)
 		require.NoError(t, err)
 		require.False(t, seen[cs], "command %d rejected twice", cs)
 		seen[cs] = true
@@ -92,8 +92,8 @@ func TestMalformedFlood(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, cmd.Data, m.Data)
 		require.Empty(t, chaos.JobOf(cmd.Data))
-		require.Equal(t, reasonOf[string(cmd.Data)], m.Header.Get(engine.HeaderRejectReason), "%s", cmd.Data)
-		require.NotEmpty(t, m.Header.Get(engine.HeaderRejectError))
+		require.Equal(t, reasonOf[string(cmd.Data)], m.Header.Get(snats.HeaderRejectReason), "%s", cmd.Data)
+		require.NotEmpty(t, m.Header.Get(snats.HeaderRejectError))
 	}
 
 	// Taken in turn: for each good command, the rejections recorded by

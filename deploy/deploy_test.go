@@ -22,6 +22,7 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
@@ -218,7 +219,7 @@ func runEngine(t *testing.T, js jetstream.JetStream, sandboxURL, name string) {
 	p.BaseDelay, p.MaxDelay, p.MinDelay = events.Duration(20*time.Millisecond), events.Duration(200*time.Millisecond), events.Duration(10*time.Millisecond)
 	p.Lease = events.Duration(3 * time.Second)
 	eng, err := engine.New(engine.Config{Name: name, Store: st, API: client, Timers: snats.NewTimers(js, nil), Policy: p,
-		ReconcileRetry: 200 * time.Millisecond})
+		ReconcileRetry: 200 * time.Millisecond, RetryDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
 	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
 	require.NoError(t, err)
@@ -226,10 +227,13 @@ func runEngine(t *testing.T, js jetstream.JetStream, sandboxURL, name string) {
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.RunIntake(ctx, js, intake, 16) }()
 	go func() {
 		defer wg.Done()
-		_ = eng.Run(ctx, work, engine.RunOptions{Concurrency: 16, Grace: 5 * time.Second, RetryDelay: 100 * time.Millisecond})
+		_ = consume.Intake(ctx, eng, consume.NewRejections(js), intake, consume.Options{Concurrency: 16})
+	}()
+	go func() {
+		defer wg.Done()
+		_ = consume.Work(ctx, eng, work, consume.Options{Concurrency: 16, Grace: 5 * time.Second})
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait(); client.CloseIdleConnections() })
 }

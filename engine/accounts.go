@@ -3,16 +3,13 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/events"
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // AccountStatus is an account as every worker shares it: its limits and
@@ -56,34 +53,26 @@ func ValidateAccount(name string) error {
 	return nil
 }
 
-// SetLimits stores an account's limits; every limiter applies them at once.
-func SetLimits(ctx context.Context, js jetstream.JetStream, account string, lim accounts.Limits) error {
+// SetLimits stores an account's limits in the accounts' bucket kv; every
+// limiter applies them at once.
+func SetLimits(ctx context.Context, kv Bucket, account string, lim accounts.Limits) error {
 	if err := lim.Validate(); err != nil {
 		return fmt.Errorf("account %q: %w", account, err)
 	}
 	if err := ValidateAccount(account); err != nil {
 		return err
 	}
-	acct := accountKey(account)
-	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
-	if err != nil {
-		return err
-	}
 	data, err := json.Marshal(lim)
 	if err != nil {
 		return err
 	}
-	_, err = kv.Put(ctx, "limits."+acct, data)
-	return err
+	return kv.Put(ctx, "limits."+accountKey(account), data)
 }
 
-// AccountStatuses reads every account that has limits or state, at now.
-func AccountStatuses(ctx context.Context, js jetstream.JetStream, now time.Time) ([]AccountStatus, error) {
-	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := kv.ListKeys(ctx)
+// AccountStatuses reads every account that has limits or state in the
+// accounts' bucket kv, at now.
+func AccountStatuses(ctx context.Context, kv Bucket, now time.Time) ([]AccountStatus, error) {
+	keys, err := kv.Keys(ctx, ">")
 	if err != nil {
 		return nil, err
 	}
@@ -98,40 +87,40 @@ func AccountStatuses(ctx context.Context, js jetstream.JetStream, now time.Time)
 		return a
 	}
 	applied := map[string][]WaitingValue{} // reports of what engines apply to refused limits
-	for key := range keys.Keys() {
+	for _, key := range keys {
 		kind, rest, _ := strings.Cut(key, ".")
 		name, tail, _ := strings.Cut(rest, ".")
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
+		value, rev, err := kv.Get(ctx, key)
 		if err != nil {
 			return nil, err
+		}
+		if rev == 0 {
+			continue // deleted meanwhile
 		}
 		switch kind {
 		case "limits":
 			a := get(name)
-			if a.Limits, err = accounts.Decode(e.Value()); err != nil {
-				a.Refused = &RefusedLimits{Key: key, Value: truncate(string(e.Value()), 200), Error: err.Error()}
+			if a.Limits, err = accounts.Decode(value); err != nil {
+				a.Refused = &RefusedLimits{Key: key, Value: truncate(string(value), 200), Error: err.Error()}
 			}
 		case "spend":
 			if tail == day {
-				_ = json.Unmarshal(e.Value(), &get(name).SpentToday)
+				_ = json.Unmarshal(value, &get(name).SpentToday)
 			}
 		case "slot":
 			var s slotValue
-			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
+			if json.Unmarshal(value, &s) == nil && now.Before(s.Until) {
 				get(name).InFlight++
 			}
 		case "pause":
 			var p pauseValue
-			if json.Unmarshal(e.Value(), &p) == nil && now.Before(p.Until) {
+			if json.Unmarshal(value, &p) == nil && now.Before(p.Until) {
 				a := get(name)
 				a.PausedUntil, a.PauseReason = &p.Until, p.Reason
 			}
 		case "wait":
 			var w WaitingValue
-			if json.Unmarshal(e.Value(), &w) == nil && now.Sub(w.At) < WaitingFresh {
+			if json.Unmarshal(value, &w) == nil && now.Sub(w.At) < WaitingFresh {
 				a := get(name)
 				a.Waiting += w.Jobs
 				for r, n := range w.ByReason {

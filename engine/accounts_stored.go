@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
-// StoredLimits is an account's value in the bucket serp_accounts.
+// StoredLimits is an account's value in the accounts' bucket
+// (serp_accounts).
 type StoredLimits struct {
 	Limits accounts.Limits
 	// Found is set when a value is stored (limits lifted with "accounts
@@ -27,22 +27,19 @@ type StoredLimits struct {
 	Key string
 }
 
-// ReadLimits reads an account's stored limits as the engines read them.
-func ReadLimits(ctx context.Context, js jetstream.JetStream, account string) (StoredLimits, error) {
+// ReadLimits reads an account's stored limits as the engines read them
+// from the accounts' bucket kv.
+func ReadLimits(ctx context.Context, kv Bucket, account string) (StoredLimits, error) {
 	st := StoredLimits{Key: "limits." + accountKey(account)}
-	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
+	value, rev, err := kv.Get(ctx, st.Key)
 	if err != nil {
-		return st, fmt.Errorf("bucket %s: %w (start serpent run once to provision it)", snats.AccountsBucket, err)
+		return st, fmt.Errorf("account %q: %w", accountKey(account), err)
 	}
-	e, err := kv.Get(ctx, st.Key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if rev == 0 {
 		return st, nil
 	}
-	if err != nil {
-		return st, fmt.Errorf("account %q: key %s of bucket %s: %w", accountKey(account), st.Key, snats.AccountsBucket, err)
-	}
-	st.Found, st.Revision, st.Value = true, e.Revision(), truncate(string(e.Value()), 200)
-	st.Limits, st.Refused = accounts.Decode(e.Value())
+	st.Found, st.Revision, st.Value = true, rev, truncate(string(value), 200)
+	st.Limits, st.Refused = accounts.Decode(value)
 	return st, nil
 }
 
@@ -50,31 +47,37 @@ func ReadLimits(ctx context.Context, js jetstream.JetStream, account string) (St
 // read; read them again.
 var ErrLimitsChanged = errors.New("the account's limits changed meanwhile")
 
-// ReplaceLimits stores an account's limits in place of the value read at
-// revision rev (0: none was stored), or fails with ErrLimitsChanged.
-func ReplaceLimits(ctx context.Context, js jetstream.JetStream, account string, lim accounts.Limits, rev uint64) error {
+// ReplaceLimits stores an account's limits in the accounts' bucket kv in
+// place of the value read at revision rev (0: none was stored), or fails
+// with ErrLimitsChanged.
+func ReplaceLimits(ctx context.Context, kv Bucket, account string, lim accounts.Limits, rev uint64) error {
 	if err := lim.Validate(); err != nil {
 		return fmt.Errorf("account %q: %w", account, err)
 	}
 	if err := ValidateAccount(account); err != nil {
 		return err
 	}
-	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
-	if err != nil {
-		return err
-	}
 	data, err := json.Marshal(lim)
 	if err != nil {
 		return err
 	}
-	key := "limits." + accountKey(account)
-	if rev == 0 {
-		_, err = kv.Create(ctx, key, data)
-	} else {
-		_, err = kv.Update(ctx, key, data, rev)
-	}
-	if snats.IsCASConflict(err) {
+	_, ok, err := kv.Write(ctx, "limits."+accountKey(account), data, rev)
+	if err == nil && !ok {
 		return fmt.Errorf("account %q: %w", accountKey(account), ErrLimitsChanged)
 	}
 	return err
+}
+
+// truncate makes s fit for showing: one line, at most n bytes.
+func truncate(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

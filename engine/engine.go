@@ -34,6 +34,9 @@ type Config struct {
 	// StoreRetry is how long to wait between tries of recording an outcome
 	// while the store is unreachable.
 	StoreRetry time.Duration
+	// RetryDelay is how soon a delivery of a wake-up whose step failed is
+	// tried again (HandleWork); a second by default.
+	RetryDelay time.Duration
 	Logger     *slog.Logger
 	// Hooks lets tests stop the engine at the windows where a crash matters.
 	Hooks Hooks
@@ -98,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StoreRetry == 0 {
 		c.StoreRetry = 500 * time.Millisecond
+	}
+	if c.RetryDelay <= 0 {
+		c.RetryDelay = time.Second
 	}
 	if c.StarveAfter == 0 {
 		c.StarveAfter = time.Minute

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/eventstore"
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // MaxCommandBytes bounds a schedule command. A query is at most 2 KiB, so a
@@ -47,26 +45,17 @@ type RejectError struct {
 func (e *RejectError) Error() string { return e.Msg }
 
 // ParseCommand reads and validates one schedule command strictly: unknown
-// fields, trailing data and oversized payloads are rejected too.
+// fields, fields named twice or in another case, trailing data and
+// oversized payloads are rejected too.
 func ParseCommand(data []byte) (aggregate.ScheduleCommand, error) {
-	c, ambiguous, err := parseCommand(data)
-	if err == nil {
-		err = ambiguous
+	c, err := decodeCommand(data)
+	if err != nil {
+		return c, err
 	}
-	return c, err
-}
-
-// parseCommand reads a command as ParseCommand does, but says apart that
-// its fields are ambiguous (named twice or in another case: ambiguous is
-// the rejection, c what Go's decoder, and engines before this check, read).
-func parseCommand(data []byte) (c aggregate.ScheduleCommand, ambiguous, err error) {
-	c, err = decodeCommand(data)
-	if err == nil {
-		if serr := commandShape.check(data); serr != nil {
-			ambiguous = &RejectError{Reason: ReasonMalformed, Msg: "command " + serr.Error()}
-		}
+	if serr := commandShape.check(data); serr != nil {
+		return c, &RejectError{Reason: ReasonMalformed, Msg: "command " + serr.Error()}
 	}
-	return c, ambiguous, err
+	return c, nil
 }
 
 // decodeCommand reads a command strictly but for the shape of its fields.
@@ -137,16 +126,9 @@ func (e *Engine) Schedule(ctx context.Context, data []byte, source string) (Sche
 // With defer_, nothing is stored: the job's first events come back as
 // pending, for the caller to store with the job's first claim.
 func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer_ bool) (Scheduled, known, error) {
-	cmd, ambiguous, err := parseCommand(data)
+	cmd, err := ParseCommand(data)
 	if err != nil {
 		return Scheduled{}, known{}, err
-	}
-	if ambiguous != nil {
-		if earlier, err := e.madeEarlier(ctx, cmd, source); err != nil {
-			return Scheduled{}, known{}, err // asked again: not refused on a failed look
-		} else if !earlier {
-			return Scheduled{}, known{}, ambiguous
-		}
 	}
 	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
 	var ve *aggregate.ValidationError
@@ -191,35 +173,6 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 		return Scheduled{}, known{}, err
 	}
 	return out, after(aggregate.State{}, ver, evs), nil
-}
-
-// madeEarlier says whether an engine of an earlier version, which read
-// ambiguous fields as Go's decoder does, already made this very command
-// (source) a job: delivered again, during an upgrade, it is that job, not
-// a rejection as well.
-// Only a command delivered from the stream (source "SERP_COMMANDS:<seq>")
-// comes again; a micro-service request's source is the same for every
-// request, so an ambiguous one is refused, whatever jobs exist.
-func (e *Engine) madeEarlier(ctx context.Context, cmd aggregate.ScheduleCommand, source string) (bool, error) {
-	if !strings.HasPrefix(source, snats.CommandStream+":") {
-		return false, nil
-	}
-	sched, err := aggregate.NewSchedule(cmd, e.cfg.Policy, source)
-	if err != nil {
-		return false, nil
-	}
-	evs, ver, err := e.cfg.Store.Load(ctx, sched.JobID)
-	if err != nil {
-		return false, fmt.Errorf("job %s: %w", sched.JobID, err)
-	}
-	s := aggregate.Fold(evs)
-	if !s.Exists() {
-		// Refused for good on this word: not on a replica's behind the log.
-		if err := e.confirmLoad(ctx, sched.JobID, ver); err != nil {
-			return false, err
-		}
-	}
-	return s.Exists() && s.Source == source, nil
 }
 
 // State loads and folds one job.

@@ -12,15 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // Limiter enforces each API account's limits over every worker in every
-// process: the state it shares lives in the KV bucket serp_accounts, so a
-// limit holds however many engines run, and a changed limit applies at
-// once (every limiter watches the bucket).
+// process: the state it shares lives in a bucket every engine shares
+// (serp_accounts), so a limit holds however many engines run, and a
+// changed limit applies at once (every limiter watches the bucket).
 //
 // Keys: limits.<account> (set by operators), slot.<account>.<n> (a search
 // in flight, held until it ends or its lease runs out), rate.<account> (the
@@ -29,8 +27,7 @@ import (
 // bought, or in flight, that UTC day) and wait.<account>.<worker> (how many
 // jobs a worker holds back, and why).
 type Limiter struct {
-	js     jetstream.JetStream
-	kv     jetstream.KeyValue
+	kv     WatchBucket
 	worker string
 	now    func() time.Time
 	lease  time.Duration
@@ -97,36 +94,29 @@ func (e *ThrottledError) Error() string {
 	return fmt.Sprintf("account %q is held back (%s) for %s", e.Account, e.Reason, e.For)
 }
 
-// NewLimiter starts a limiter on the serp_accounts bucket (provisioned by
-// nats.EnsureEngineStreams). lease is how long a slot of a crashed worker
-// stays taken at least; a Request with a longer Lease holds its slot for
-// that. Close stops it.
-func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, lease time.Duration, now func() time.Time, log *slog.Logger) (*Limiter, error) {
-	kv, err := js.KeyValue(ctx, snats.AccountsBucket)
-	if err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
-	}
+// NewLimiter starts a limiter on the accounts' bucket kv (serp_accounts).
+// lease is how long a slot of a crashed worker stays taken at least; a
+// Request with a longer Lease holds its slot for that. Close stops it.
+func NewLimiter(ctx context.Context, kv WatchBucket, worker string, lease time.Duration, now func() time.Time, log *slog.Logger) (*Limiter, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Limiter{js: js, kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
+	l := &Limiter{kv: kv, worker: worker, now: now, lease: lease, log: log, markerAge: time.Hour, limits: map[string]accounts.Limits{},
 		refused: map[string]refusal{}, pauses: map[string]time.Time{}, slots: map[string]slotValue{}, moved: make(chan struct{}),
 		freed: map[string]chan struct{}{}, waiting: map[string]map[string]waitReason{}}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := kv.WatchFiltered(wctx, []string{"limits.*", "pause.*", "slot.>"})
+	ready := make(chan struct{})
+	stopWatch, err := kv.Watch(wctx, []string{"limits.*", "pause.*", "slot.>"}, l.apply, func() { close(ready) })
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("limiter: %w", err)
 	}
-	ready := make(chan struct{})
-	done := make(chan struct{})
-	go l.watch(w, ready, done)
 	published := make(chan struct{})
 	go func() { defer close(published); l.publishWaiting(wctx) }()
-	l.stop = func() { cancel(); _ = w.Stop(); <-done; <-published }
+	l.stop = func() { cancel(); stopWatch(); <-published }
 	select {
 	case <-ready:
 	case <-ctx.Done():
@@ -139,25 +129,11 @@ func NewLimiter(ctx context.Context, js jetstream.JetStream, worker string, leas
 // Close stops watching.
 func (l *Limiter) Close() { l.stop() }
 
-func (l *Limiter) watch(w jetstream.KeyWatcher, ready, done chan struct{}) {
-	defer close(done)
-	once := sync.Once{}
-	for e := range w.Updates() {
-		if e == nil {
-			once.Do(func() { close(ready) })
-			continue
-		}
-		l.apply(e)
-	}
-	once.Do(func() { close(ready) })
-}
-
-func (l *Limiter) apply(e jetstream.KeyValueEntry) {
-	key := e.Key()
-	deleted := e.Operation() != jetstream.KeyValuePut
+// apply takes one value or change of the bucket into the limiter's view.
+func (l *Limiter) apply(key string, value []byte, rev uint64, deleted bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	defer l.moveOn(e.Revision())
+	defer l.moveOn(rev)
 	switch kind, rest, _ := strings.Cut(key, "."); kind {
 	case "limits":
 		if deleted {
@@ -165,23 +141,23 @@ func (l *Limiter) apply(e jetstream.KeyValueEntry) {
 			delete(l.refused, rest)
 			break
 		}
-		lim, err := accounts.Decode(e.Value())
+		lim, err := accounts.Decode(value)
 		if err != nil {
-			l.refuse(rest, e.Value(), err)
+			l.refuse(rest, value, err)
 			break
 		}
 		delete(l.refused, rest)
 		l.limits[rest] = lim
 	case "pause":
 		var p pauseValue
-		if deleted || json.Unmarshal(e.Value(), &p) != nil {
+		if deleted || json.Unmarshal(value, &p) != nil {
 			delete(l.pauses, rest)
 		} else {
 			l.pauses[rest] = p.Until
 		}
 	case "slot":
 		var s slotValue
-		if deleted || json.Unmarshal(e.Value(), &s) != nil {
+		if deleted || json.Unmarshal(value, &s) != nil {
 			delete(l.slots, key)
 			acct, _, _ := strings.Cut(rest, ".")
 			if ch, ok := l.freed[acct]; ok {
@@ -383,12 +359,8 @@ func (l *Limiter) Acquire(ctx context.Context, r Request) (*Permit, error) {
 
 // budgetFits reads whether the day's spend leaves room for pages more.
 func (l *Limiter) budgetFits(ctx context.Context, acct string, lim accounts.Limits, pages int, now time.Time) (bool, error) {
-	var old []byte
-	e, err := l.kv.Get(ctx, "spend."+acct+"."+accounts.Day(now))
-	switch {
-	case err == nil:
-		old = e.Value()
-	case !errors.Is(err, jetstream.ErrKeyNotFound):
+	old, _, err := l.kv.Get(ctx, "spend."+acct+"."+accounts.Day(now))
+	if err != nil {
 		return false, err
 	}
 	s, err := decodeSpend(old)
@@ -529,23 +501,23 @@ func (p *Permit) release(ctx context.Context) {
 		return
 	}
 	kv, rev := p.l.kv, p.slotRev
-	give := func() error {
+	give := func() (bool, error) {
 		if p.ownOld != nil {
-			_, err := kv.Update(ctx, p.slot, p.ownOld, rev)
-			return err
+			_, ok, err := kv.Write(ctx, p.slot, p.ownOld, rev)
+			return ok, err
 		}
-		return kv.Delete(ctx, p.slot, jetstream.LastRevision(rev))
+		return kv.Delete(ctx, p.slot, rev)
 	}
-	err := give()
-	if snats.IsCASConflict(err) && p.written != nil {
+	ok, err := give()
+	if err == nil && !ok && p.written != nil {
 		// Another delivery of the job took the slot over and gave it
 		// back: the value is this permit's again, at a newer revision.
-		if e, gerr := kv.Get(ctx, p.slot); gerr == nil && bytes.Equal(e.Value(), p.written) {
-			rev = e.Revision()
-			err = give()
+		if v, cur, gerr := kv.Get(ctx, p.slot); gerr == nil && cur != 0 && bytes.Equal(v, p.written) {
+			rev = cur
+			_, err = give()
 		}
 	}
-	if err != nil && !snats.IsCASConflict(err) && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err != nil {
 		p.l.log.Warn("limiter: slot not released; it frees itself when its lease ends", "slot", p.slot, "err", err)
 	}
 	p.slot, p.ownOld, p.written = "", nil, nil
@@ -588,25 +560,16 @@ func (l *Limiter) Pause(ctx context.Context, account string, until time.Time, re
 func (l *Limiter) update(ctx context.Context, key string, fn func(old []byte) ([]byte, error)) error {
 	give := time.Now().Add(updatePatience)
 	for attempt := 0; ; attempt++ {
-		var old []byte
-		var rev uint64
-		e, err := l.kv.Get(ctx, key)
-		switch {
-		case err == nil:
-			old, rev = e.Value(), e.Revision()
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
+		old, rev, err := l.kv.Get(ctx, key)
+		if err != nil {
 			return fmt.Errorf("limiter: read %s: %w", key, err)
 		}
 		value, err := fn(old)
 		if err != nil || value == nil {
 			return err
 		}
-		if rev == 0 {
-			_, err = l.kv.Create(ctx, key, value)
-		} else {
-			_, err = l.kv.Update(ctx, key, value, rev)
-		}
-		if snats.IsCASConflict(err) {
+		_, ok, err := l.kv.Write(ctx, key, value, rev)
+		if err == nil && !ok {
 			// Changed meanwhile, by one of the many workers that share
 			// the key: back off a random moment, so they spread out.
 			if time.Now().After(give) {
@@ -629,3 +592,13 @@ const contendedRetry = 250 * time.Millisecond
 
 // errContended: a shared key kept changing under update.
 var errContended = errors.New("limiter: contended")
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/accounts"
-	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/engine/enginetest"
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
@@ -24,21 +24,19 @@ type budgetClock struct {
 func (c *budgetClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *budgetClock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
-// budgetLimiter is a limiter on a fresh server with the default account's
+// budgetLimiter is a limiter on a fresh bucket with the default account's
 // limits set, on a clock the test moves.
 func budgetLimiter(t *testing.T, lim accounts.Limits, clk *budgetClock) *Limiter {
 	t.Helper()
-	ctx := context.Background()
-	srv := natstest.RunServer(t)
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	require.NoError(t, SetLimits(ctx, srv.JS, "", lim))
-	return limiterOn(t, srv, "w", lim, clk)
+	kv := enginetest.NewBucket()
+	require.NoError(t, SetLimits(context.Background(), kv, "", lim))
+	return limiterOn(t, kv, "w", lim, clk)
 }
 
-// limiterOn is a limiter named name on srv, once it sees lim.
-func limiterOn(t *testing.T, srv *natstest.Server, name string, lim accounts.Limits, clk *budgetClock) *Limiter {
+// limiterOn is a limiter named name on kv, once it sees lim.
+func limiterOn(t *testing.T, kv WatchBucket, name string, lim accounts.Limits, clk *budgetClock) *Limiter {
 	t.Helper()
-	l, err := NewLimiter(context.Background(), srv.JS, name, 2*time.Minute, clk.now, nil)
+	l, err := NewLimiter(context.Background(), kv, name, 2*time.Minute, clk.now, nil)
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
 	natstest.WaitFor(t, 10*time.Second, func() error {
@@ -52,12 +50,13 @@ func limiterOn(t *testing.T, srv *natstest.Server, name string, lim accounts.Lim
 
 func spentOn(t *testing.T, l *Limiter, day string) int {
 	t.Helper()
-	e, err := l.kv.Get(context.Background(), "spend.default."+day)
-	if err != nil {
+	v, rev, err := l.kv.Get(context.Background(), "spend.default."+day)
+	require.NoError(t, err)
+	if rev == 0 {
 		return 0
 	}
 	var s accounts.Spend
-	require.NoError(t, json.Unmarshal(e.Value(), &s))
+	require.NoError(t, json.Unmarshal(v, &s))
 	return s.Pages
 }
 

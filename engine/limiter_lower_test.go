@@ -10,25 +10,24 @@ import (
 
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/engine"
-	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/engine/enginetest"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/stretchr/testify/require"
 )
 
-// TestLoweredCapHoldsUnderLoad: two engines' limiters on one server run
+// TestLoweredCapHoldsUnderLoad: two engines' limiters on one bucket run
 // eight searches at a cap of eight, each of a different length; the cap
 // is lowered to two. Once both apply it, no search they let start finds
 // two others running: the old searches count, whatever slot holds them,
 // until they end.
 func TestLoweredCapHoldsUnderLoad(t *testing.T) {
-	srv := natstest.RunServer(t)
+	kv := enginetest.NewBucket()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 8}))
+	require.NoError(t, engine.SetLimits(ctx, kv, "", accounts.Limits{MaxInFlight: 8}))
 	var lims []*engine.Limiter
 	for _, name := range []string{"a", "b"} {
-		lim, err := engine.NewLimiter(ctx, srv.JS, name, time.Minute, nil, nil)
+		lim, err := engine.NewLimiter(ctx, kv, name, time.Minute, nil, nil)
 		require.NoError(t, err)
 		t.Cleanup(lim.Close)
 		lims = append(lims, lim)
@@ -75,7 +74,7 @@ func TestLoweredCapHoldsUnderLoad(t *testing.T) {
 		wg.Go(func() { run(p, time.Duration(300+200*i)*time.Millisecond) })
 	}
 	<-full
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 2}))
+	require.NoError(t, engine.SetLimits(ctx, kv, "", accounts.Limits{MaxInFlight: 2}))
 	natstest.WaitFor(t, 10*time.Second, applied(2))
 
 	enough := make(chan struct{})

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/serpent-engine/serpent/accounts"
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // A refused value fails closed: the account keeps the limits this limiter
@@ -45,11 +44,11 @@ func (l *Limiter) refuse(acct string, value []byte, err error) {
 	key := "limits." + acct
 	if _, kept := l.limits[acct]; kept {
 		l.log.Error("accounts: limits in the bucket are refused; the ones applied before stay until they are mended (serpent accounts set)",
-			"account", acct, "bucket", snats.AccountsBucket, "key", key, "value", l.refused[acct].value, "err", err)
+			"account", acct, "key", key, "value", l.refused[acct].value, "err", err)
 		return
 	}
 	l.log.Error("accounts: limits in the bucket are refused and none were applied before: the account's new purchases are held until they are mended (serpent accounts set)",
-		"account", acct, "bucket", snats.AccountsBucket, "key", key, "value", l.refused[acct].value, "err", err)
+		"account", acct, "key", key, "value", l.refused[acct].value, "err", err)
 }
 
 // heldLocked reports whether the account's new purchases are held: its

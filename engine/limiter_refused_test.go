@@ -9,7 +9,7 @@ import (
 
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/engine"
-	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/engine/enginetest"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/stretchr/testify/require"
 )
@@ -26,18 +26,12 @@ var badLimits = map[string]string{
 	"a-rate-too-slow": `{"rate_per_sec":1e-10,"daily_pages":4}`,
 }
 
-// refusedSetup is a server with the engine's streams and the accounts
-// bucket.
-func refusedSetup(t *testing.T) (*natstest.Server, func(key, value string)) {
+// refusedSetup is an accounts' bucket, and a way to put any value in it.
+func refusedSetup(t *testing.T) (*enginetest.Bucket, func(key, value string)) {
 	t.Helper()
-	ctx := context.Background()
-	srv := natstest.RunServer(t)
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
-	require.NoError(t, err)
-	return srv, func(key, value string) {
-		_, err := kv.PutString(ctx, key, value)
-		require.NoError(t, err)
+	kv := enginetest.NewBucket()
+	return kv, func(key, value string) {
+		require.NoError(t, kv.Put(context.Background(), key, []byte(value)))
 	}
 }
 
@@ -46,13 +40,13 @@ func refusedSetup(t *testing.T) (*natstest.Server, func(key, value string)) {
 // value out of bounds) leave the account with the limits it had: its cap
 // still holds. The limiter says which account's value it refuses.
 func TestRefusedLimitsKeepTheOnesBefore(t *testing.T) {
-	srv, put := refusedSetup(t)
+	kv, put := refusedSetup(t)
 	ctx := context.Background()
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
+	lim, err := engine.NewLimiter(ctx, kv, "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	set := accounts.Limits{MaxInFlight: 1, DailyPages: 10}
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", set))
+	require.NoError(t, engine.SetLimits(ctx, kv, "", set))
 	// Applied before the next values come: the bucket keeps one value a
 	// key, so a limiter behind would never see this one.
 	natstest.WaitFor(t, 10*time.Second, func() error {
@@ -83,7 +77,7 @@ func TestRefusedLimitsKeepTheOnesBefore(t *testing.T) {
 	var te *engine.ThrottledError
 	require.ErrorAs(t, err, &te, "the cap of one still holds")
 	require.Equal(t, engine.WaitInFlight, te.Reason)
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 2}))
+	require.NoError(t, engine.SetLimits(ctx, kv, "", accounts.Limits{MaxInFlight: 2}))
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if len(lim.Refusals()) != 0 || lim.Limits("").MaxInFlight != 2 {
 			return errors.New("the mended value not applied yet")
@@ -93,9 +87,8 @@ func TestRefusedLimitsKeepTheOnesBefore(t *testing.T) {
 
 	// Limits deleted: the account has none, by the operator's word. A bad
 	// value then has nothing to keep, and holds new purchases.
-	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
+	_, err = kv.Delete(ctx, "limits.default", 0)
 	require.NoError(t, err)
-	require.NoError(t, kv.Delete(ctx, "limits.default"))
 	put("limits.default", `null`)
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if r := lim.Refusals(); len(r) != 1 || !r[0].Held {
@@ -114,12 +107,12 @@ func TestRefusedLimitsKeepTheOnesBefore(t *testing.T) {
 // and tells which account and why (Refusals, and the accounts' status
 // every engine shares). A mended value lets the purchases go on.
 func TestRefusedLimitsAtStartHoldNewPurchases(t *testing.T) {
-	srv, put := refusedSetup(t)
+	kv, put := refusedSetup(t)
 	ctx := context.Background()
 	for name, value := range badLimits {
 		put("limits."+name, value)
 	}
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
+	lim, err := engine.NewLimiter(ctx, kv, "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	require.Len(t, lim.Refusals(), len(badLimits), "read before NewLimiter returns")
@@ -137,7 +130,7 @@ func TestRefusedLimitsAtStartHoldNewPurchases(t *testing.T) {
 		require.Error(t, r.Err, r.Account)
 	}
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, srv.JS, time.Now())
+		st, err := engine.AccountStatuses(ctx, kv, time.Now())
 		if err != nil {
 			return err
 		}
@@ -152,7 +145,7 @@ func TestRefusedLimitsAtStartHoldNewPurchases(t *testing.T) {
 		return nil
 	})
 
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "null", accounts.Limits{DailyPages: 5}))
+	require.NoError(t, engine.SetLimits(ctx, kv, "null", accounts.Limits{DailyPages: 5}))
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		p, err := lim.Acquire(ctx, engine.Request{Account: "null", JobID: "new", Pages: 1})
 		if err != nil {

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // The cap counts every search in flight, whatever slot holds it: after a
@@ -78,21 +76,20 @@ func (p *Permit) takeSlot(ctx context.Context, jobID string, lease time.Duration
 			continue
 		}
 		var own []byte
-		rev, err := l.kv.Create(ctx, key, value)
-		if snats.IsCASConflict(err) {
-			e, gerr := l.kv.Get(ctx, key)
+		rev, ok, err := l.kv.Write(ctx, key, value, 0)
+		if err == nil && !ok {
+			held, heldRev, gerr := l.kv.Get(ctx, key)
 			if gerr != nil {
 				continue
 			}
 			var s slotValue
-			if json.Unmarshal(e.Value(), &s) == nil && now.Before(s.Until) {
+			if json.Unmarshal(held, &s) == nil && now.Before(s.Until) {
 				if s.Job != jobID {
 					continue // taken meanwhile
 				}
-				own = e.Value() // the job's earlier search's: taken over
+				own = held // the job's earlier search's: taken over
 			}
-			rev, err = l.kv.Update(ctx, key, value, e.Revision())
-			if snats.IsCASConflict(err) {
+			if rev, ok, err = l.kv.Write(ctx, key, value, heldRev); err == nil && !ok {
 				continue
 			}
 		}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
-	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // WaitingValue is what one worker tells of the jobs it holds back for an
@@ -90,7 +88,7 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		for key := range written {
-			_ = l.kv.Delete(dctx, key)
+			_, _ = l.kv.Delete(dctx, key, 0)
 		}
 	}()
 	sweep := time.Time{}
@@ -108,7 +106,7 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 			key := "wait." + acct + "." + keyToken(l.worker)
 			data, err := json.Marshal(v)
 			if err == nil {
-				_, err = l.kv.Put(ctx, key, data)
+				err = l.kv.Put(ctx, key, data)
 			}
 			if err == nil {
 				written[key] = true
@@ -120,72 +118,25 @@ func (l *Limiter) publishWaiting(ctx context.Context) {
 }
 
 // sweepWaiting deletes the waiting-jobs values written before cutoff,
-// each only if it was not written again meanwhile, and purges the delete
-// markers of waiting-jobs values older than markerAge.
+// each only if it was not written again meanwhile, and purges what the
+// deletions of waiting-jobs values older than markerAge left behind.
 func (l *Limiter) sweepWaiting(ctx context.Context, cutoff time.Time) {
-	keys, err := l.kv.ListKeysFiltered(ctx, "wait.>")
+	keys, err := l.kv.Keys(ctx, "wait.>")
 	if err != nil {
 		return
 	}
-	for key := range keys.Keys() {
-		e, err := l.kv.Get(ctx, key)
-		if err != nil {
+	for _, key := range keys {
+		v, rev, err := l.kv.Get(ctx, key)
+		if err != nil || rev == 0 {
 			continue
 		}
 		var w WaitingValue
-		if json.Unmarshal(e.Value(), &w) == nil && w.At.Before(cutoff) {
-			_ = l.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+		if json.Unmarshal(v, &w) == nil && w.At.Before(cutoff) {
+			_, _ = l.kv.Delete(ctx, key, rev)
 		}
 	}
-	l.purgeWaitMarkers(ctx, l.now().Add(-l.markerAge))
-}
-
-// purgeWaitMarkers removes the delete markers of waiting-jobs values made
-// before cutoff, each with what came before it on its key and nothing
-// after: a value written since (another engine of the same name) stays.
-// (The bucket's PurgeDeletes would purge a key's whole subject, a value
-// written after its look at the markers included.)
-func (l *Limiter) purgeWaitMarkers(ctx context.Context, cutoff time.Time) {
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	w, err := l.kv.WatchFiltered(wctx, []string{"wait.>"}, jetstream.MetaOnly())
-	if err != nil {
-		return
-	}
-	defer func() { _ = w.Stop() }()
-	var old []jetstream.KeyValueEntry
-	for done := false; !done; {
-		select {
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok || e == nil:
-				done = true
-			case e.Operation() != jetstream.KeyValuePut && e.Created().Before(cutoff):
-				old = append(old, e)
-			}
-		case <-wctx.Done():
-			return
-		}
-	}
-	l.purgeMarkers(wctx, old)
-}
-
-// purgeMarkers purges each delete marker with what came before it on its
-// key, and nothing written after it.
-func (l *Limiter) purgeMarkers(ctx context.Context, old []jetstream.KeyValueEntry) {
-	if len(old) == 0 {
-		return
-	}
-	st, err := l.js.Stream(ctx, "KV_"+snats.AccountsBucket)
-	if err != nil {
-		return
-	}
-	for _, e := range old {
-		err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+snats.AccountsBucket+"."+e.Key()),
-			jetstream.WithPurgeSequence(e.Revision()+1))
-		if err != nil && ctx.Err() == nil {
-			l.log.Debug("limiter: an old delete marker not purged", "key", e.Key(), "err", err)
-		}
+	if err := l.kv.PurgeDeleted(ctx, "wait.>", l.now().Add(-l.markerAge)); err != nil && ctx.Err() == nil {
+		l.log.Debug("limiter: old deletions of waiting-jobs values not purged", "err", err)
 	}
 }
 

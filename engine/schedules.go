@@ -12,31 +12,59 @@ import (
 	"strings"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/recurring"
 )
 
 // ScheduleTimers wakes recurring schedules.
 type ScheduleTimers interface {
+	// ArmSchedule wakes a schedule at a time; arming it again replaces
+	// the earlier time.
 	ArmSchedule(ctx context.Context, id string, at time.Time) error
+	// DisarmSchedule removes a schedule's timer and pending wake-up.
 	DisarmSchedule(ctx context.Context, id string) error
+	// ScheduleArmed reports whether a schedule has a timer or a wake-up
+	// waiting.
+	ScheduleArmed(ctx context.Context, id string) (bool, error)
 }
 
-// Schedules keeps recurring schedules: definitions and state in the KV
-// bucket serp_schedules, timers in SERP_WORK. When a schedule's slot comes,
-// Fire publishes one ordinary schedule command per slot on
-// serp.cmd.schedule; the job id, derived from the slot and the search
-// context, makes a slot fired twice (a timer repeated after a restart, two
-// engines) one job.
+// Orders takes the schedule commands of recurring schedules' slots in,
+// as an upstream system's (serp.cmd.schedule).
+type Orders interface {
+	// Order stores a schedule command durably. id names the order: the
+	// same id again, within the command stream's duplicate window, is
+	// dropped. schedule names the recurring schedule that ordered it.
+	Order(ctx context.Context, cmd []byte, id, schedule string) error
+}
+
+// SchedulesConfig is what Schedules needs. Bucket, Timers and Orders are
+// required.
+type SchedulesConfig struct {
+	// Bucket holds the definitions, their state and the claims on their
+	// searches (serp_schedules).
+	Bucket Bucket
+	Timers ScheduleTimers
+	Orders Orders
+	// MaxPayload is the largest message an answer may be: a page of
+	// ListPage fits in it. 0 means 1 MiB, the NATS server's default.
+	MaxPayload int64
+	// Now is the clock; time.Now by default.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Schedules keeps recurring schedules: definitions and state in a bucket
+// (serp_schedules), timers beside the jobs' (SERP_WORK). When a schedule's
+// slot comes, Fire orders one ordinary schedule command per slot; the job
+// id, derived from the slot and the search context, makes a slot fired
+// twice (a timer repeated after a restart, two engines) one job.
 type Schedules struct {
-	js     jetstream.JetStream
-	kv     jetstream.KeyValue
-	timers ScheduleTimers
-	now    func() time.Time
-	log    *slog.Logger
+	kv         Bucket
+	timers     ScheduleTimers
+	orders     Orders
+	maxPayload int64
+	now        func() time.Time
+	log        *slog.Logger
 	// account checks a definition's API account (nil: any).
 	account func(string) error
 }
@@ -66,21 +94,35 @@ type ScheduleError struct {
 func (e *ScheduleError) Error() string { return e.Err.Error() }
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
-// NewSchedules returns the schedules of a JetStream account whose engine
-// streams and bucket are provisioned (nats.EnsureEngineStreams).
-func NewSchedules(ctx context.Context, js jetstream.JetStream, timers ScheduleTimers, now func() time.Time, log *slog.Logger) (*Schedules, error) {
-	kv, err := js.KeyValue(ctx, snats.SchedulesBucket)
-	if err != nil {
-		return nil, fmt.Errorf("schedules: %w", err)
+// NewSchedules checks the configuration and returns the schedules.
+func NewSchedules(cfg SchedulesConfig) (*Schedules, error) {
+	var errs []error
+	if cfg.Bucket == nil {
+		errs = append(errs, errors.New("schedules: a bucket is required"))
 	}
-	if now == nil {
-		now = time.Now
+	if cfg.Timers == nil {
+		errs = append(errs, errors.New("schedules: timers are required"))
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.Orders == nil {
+		errs = append(errs, errors.New("schedules: somewhere to order slots is required"))
 	}
-	return &Schedules{js: js, kv: kv, timers: timers, now: now, log: log}, nil
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = defaultMaxPayload
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Schedules{kv: cfg.Bucket, timers: cfg.Timers, orders: cfg.Orders, maxPayload: cfg.MaxPayload, now: cfg.Now, log: cfg.Logger}, nil
 }
+
+// defaultMaxPayload is the NATS server's default max_payload.
+const defaultMaxPayload = 1 << 20
 
 // notPlaces are zone names that load but name no place: the machine's zone
 // ("Local", and "localtime", a link to /etc/localtime), whatever zone the
@@ -180,10 +222,10 @@ func (s *Schedules) Create(ctx context.Context, d recurring.Definition) (Record,
 	if err != nil {
 		return Record{}, err
 	}
-	if _, err := s.kv.Create(ctx, d.ID, data); errors.Is(err, jetstream.ErrKeyExists) {
-		return s.createdBefore(ctx, d)
-	} else if err != nil {
+	if _, ok, err := s.kv.Write(ctx, d.ID, data, 0); err != nil {
 		return Record{}, fmt.Errorf("schedules: store %q: %w", d.ID, err)
+	} else if !ok {
+		return s.createdBefore(ctx, d)
 	}
 	return s.finishCreate(ctx, d)
 }
@@ -248,7 +290,7 @@ func (s *Schedules) abandon(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); !snats.IsCASConflict(err) {
+		if ok, err := s.kv.Delete(ctx, id, rev); err != nil || ok {
 			return err
 		}
 	}
@@ -277,17 +319,14 @@ func (s *Schedules) claim(ctx context.Context, d recurring.Definition) error {
 	key := claimKey(d)
 	for range 8 {
 		var c searchClaim
-		var rev uint64
-		e, err := s.kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
+		value, rev, err := s.kv.Get(ctx, key)
+		if err != nil {
 			return fmt.Errorf("schedules: read the claim on %q's search: %w", d.ID, err)
-		default:
-			if err := json.Unmarshal(e.Value(), &c); err != nil {
+		}
+		if rev != 0 {
+			if err := json.Unmarshal(value, &c); err != nil {
 				return fmt.Errorf("schedules: the claim on %q's search is unreadable: %w", d.ID, err)
 			}
-			rev = e.Revision()
 		}
 		all, err := s.List(ctx)
 		if err != nil {
@@ -307,18 +346,14 @@ func (s *Schedules) claim(ctx context.Context, d recurring.Definition) error {
 		if err != nil {
 			return err
 		}
-		if rev == 0 {
-			_, err = s.kv.Create(ctx, key, data)
-		} else {
-			_, err = s.kv.Update(ctx, key, data, rev)
-		}
-		if snats.IsCASConflict(err) {
-			continue // another create or delete on this search: check again
-		}
+		_, ok, err := s.kv.Write(ctx, key, data, rev)
 		if err != nil {
 			return fmt.Errorf("schedules: claim %q's search: %w", d.ID, err)
 		}
-		return nil
+		if ok {
+			return nil
+		}
+		// another create or delete on this search: check again
 	}
 	return fmt.Errorf("schedules: the claim on %q's search keeps changing; try again", d.ID)
 }
@@ -329,31 +364,29 @@ func (s *Schedules) claim(ctx context.Context, d recurring.Definition) error {
 func (s *Schedules) release(ctx context.Context, d recurring.Definition) error {
 	key := claimKey(d)
 	for range 8 {
-		e, err := s.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
+		value, rev, err := s.kv.Get(ctx, key)
+		if err != nil || rev == 0 {
 			return err
 		}
 		var c searchClaim
-		if err := json.Unmarshal(e.Value(), &c); err != nil {
+		if err := json.Unmarshal(value, &c); err != nil {
 			return err
 		}
 		if !slices.Contains(c.Schedules, d.ID) {
 			return nil
 		}
 		c.Schedules = slices.DeleteFunc(c.Schedules, func(id string) bool { return id == d.ID })
+		var ok bool
 		if len(c.Schedules) == 0 {
-			err = s.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+			ok, err = s.kv.Delete(ctx, key, rev)
 		} else {
 			data, merr := json.Marshal(c)
 			if merr != nil {
 				return merr
 			}
-			_, err = s.kv.Update(ctx, key, data, e.Revision())
+			_, ok, err = s.kv.Write(ctx, key, data, rev)
 		}
-		if !snats.IsCASConflict(err) {
+		if err != nil || ok {
 			return err
 		}
 	}
@@ -394,10 +427,6 @@ func (s *Schedules) createdBefore(ctx context.Context, d recurring.Definition) (
 // claim) is finished, or removed if it overlaps one created meanwhile. It
 // returns how many timers it armed for schedules created before.
 func (s *Schedules) Sweep(ctx context.Context) (int, error) {
-	work, err := s.js.Stream(ctx, snats.WorkStream)
-	if err != nil {
-		return 0, fmt.Errorf("schedules sweep: %w", err)
-	}
 	all, err := s.List(ctx)
 	if err != nil {
 		return 0, err
@@ -420,7 +449,7 @@ func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 		} else if rec.State.Paused || rec.State.NextSlot.IsZero() {
 			continue
 		}
-		armed, err := hasMessage(ctx, work, snats.ScheduleTimerPrefix+id, snats.ScheduleDuePrefix+id)
+		armed, err := s.timers.ScheduleArmed(ctx, id)
 		if err != nil {
 			return n, fmt.Errorf("schedules sweep: %w", err)
 		}
@@ -436,20 +465,20 @@ func (s *Schedules) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Get returns one schedule and its KV revision.
+// Get returns one schedule and its revision in the bucket.
 func (s *Schedules) Get(ctx context.Context, id string) (Record, uint64, error) {
-	e, err := s.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Record{}, 0, fmt.Errorf("%w: %q", ErrNoSchedule, id)
-	}
+	value, rev, err := s.kv.Get(ctx, id)
 	if err != nil {
 		return Record{}, 0, fmt.Errorf("schedules: read %q: %w", id, err)
 	}
+	if rev == 0 {
+		return Record{}, 0, fmt.Errorf("%w: %q", ErrNoSchedule, id)
+	}
 	var rec Record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	if err := json.Unmarshal(value, &rec); err != nil {
 		return Record{}, 0, fmt.Errorf("schedules: %q is unreadable: %w", id, err)
 	}
-	return rec, e.Revision(), nil
+	return rec, rev, nil
 }
 
 // List returns every schedule, ordered by id.
@@ -462,19 +491,19 @@ func (s *Schedules) List(ctx context.Context) ([]Record, error) {
 // short of what one NATS message holds: a caller pages until a page comes
 // back empty.
 func (s *Schedules) ListPage(ctx context.Context, after string, limit int) ([]Record, error) {
-	keys, err := s.kv.ListKeys(ctx)
+	keys, err := s.kv.Keys(ctx, ">")
 	if err != nil {
 		return nil, fmt.Errorf("schedules: %w", err)
 	}
 	var ids []string
-	for id := range keys.Keys() {
+	for _, id := range keys {
 		if id > after && !strings.HasPrefix(id, claimPrefix) {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	var out []Record
-	room := int(s.js.Conn().MaxPayload()) - pageHeadroom
+	room := int(s.maxPayload) - pageHeadroom
 	for _, id := range ids {
 		if limit > 0 && len(out) == limit {
 			break
@@ -523,10 +552,10 @@ func (s *Schedules) update(ctx context.Context, id string, change func(*Record, 
 		if err != nil {
 			return Record{}, err
 		}
-		if _, err := s.kv.Update(ctx, id, data, rev); snats.IsCASConflict(err) {
-			continue // changed meanwhile
-		} else if err != nil {
+		if _, ok, err := s.kv.Write(ctx, id, data, rev); err != nil {
 			return Record{}, fmt.Errorf("schedules: store %q: %w", id, err)
+		} else if !ok {
+			continue // changed meanwhile
 		}
 		return rec, nil
 	}
@@ -606,10 +635,10 @@ func (s *Schedules) Delete(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); snats.IsCASConflict(err) {
-			continue // changed meanwhile
-		} else if err != nil {
+		if ok, err := s.kv.Delete(ctx, id, rev); err != nil {
 			return fmt.Errorf("schedules: delete %q: %w", id, err)
+		} else if !ok {
+			continue // changed meanwhile
 		}
 		if err := s.release(ctx, rec.Definition); err != nil {
 			s.log.Warn("schedule deleted, its claim on its search not released (the next create on the search drops it)", "schedule", id, "err", err)
@@ -727,30 +756,23 @@ func jobIDs(d recurring.Definition, slots []time.Time) ([]string, error) {
 	return jobs, nil
 }
 
-// order publishes the schedule command of a slot recorded as fired,
-// durably, as an upstream system would.
+// order orders the schedule command of a slot recorded as fired, as an
+// upstream system would.
 func (s *Schedules) order(ctx context.Context, d recurring.Definition, f recurring.Fired) error {
 	data, err := json.Marshal(d.Command(f.Slot))
 	if err != nil {
 		return err
 	}
-	m := natsgo.NewMsg(snats.ScheduleSubject)
-	m.Data = data
-	// The message id is the job's: the same order again (a repeated
+	// The order's id is the job's: the same order again (a repeated
 	// firing, a slot published again after a crash) is dropped as a
 	// duplicate within the stream's window, and is the same job after it;
 	// another search for the slot (the schedule deleted and created again,
 	// corrected) is another command.
-	m.Header.Set(natsgo.MsgIdHdr, "schedule-"+d.ID+"-"+f.JobID)
-	m.Header.Set(HeaderSchedule, d.ID)
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+	if err := s.orders.Order(ctx, data, "schedule-"+d.ID+"-"+f.JobID, d.ID); err != nil {
 		return fmt.Errorf("schedule %q, slot %s: publish: %w", d.ID, f.Slot.Format(time.RFC3339), err)
 	}
 	return nil
 }
-
-// HeaderSchedule names the recurring schedule that published a command.
-const HeaderSchedule = "Serpent-Schedule"
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

@@ -9,24 +9,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/events"
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/recurring"
 )
 
-// RunFiring fires schedules whose slot came, from the consumer on
-// serp.sched.due.*, until ctx ends.
-func (e *Engine) RunFiring(ctx context.Context, s *Schedules, cons jetstream.Consumer) error {
-	return e.consume(ctx, cons, 4, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
-		id := strings.TrimPrefix(msg.Subject(), snats.ScheduleDuePrefix)
-		if _, err := s.fire(ctx, id, storedAt(msg)); err != nil {
-			e.log.Warn("firing a schedule failed; it will be tried again", "schedule", id, "err", err)
-			_ = msg.NakWithDelay(time.Second)
-			return
-		}
-		_ = msg.Ack()
-	})
+// HandleDue fires a schedule for one delivery of its wake-up, and
+// settles the delivery: acknowledged once the slots due are ordered and
+// the next one's timer armed, asked again a second later if that failed.
+func (s *Schedules) HandleDue(ctx context.Context, id string, msg Msg) {
+	var woke time.Time
+	if info, err := msg.Info(); err == nil {
+		woke = info.Stored
+	}
+	if _, err := s.fire(ctx, id, woke); err != nil {
+		s.log.Warn("firing a schedule failed; it will be tried again", "schedule", id, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
 }
 
 // ListRequest pages through the schedules: those whose id comes after
@@ -122,39 +122,36 @@ func scheduleReason(err error) string {
 	return ""
 }
 
-// RunScheduleCommands carries out commands on serp.cmd.schedules.<op>
-// until ctx ends. A command that cannot be carried out is recorded on
-// serp.rejected.<reason> with its payload, like a refused schedule
-// command; one that failed for a passing reason is delivered again.
-func (e *Engine) RunScheduleCommands(ctx context.Context, s *Schedules, js jetstream.JetStream, cons jetstream.Consumer) error {
-	return e.consume(ctx, cons, 1, 10*time.Second, func(ctx context.Context, msg jetstream.Msg) {
-		op := strings.TrimPrefix(msg.Subject(), snats.ScheduleOpPrefix)
-		_, err := s.ScheduleOp(ctx, op, msg.Data())
-		reason := scheduleReason(err)
-		if err != nil && reason == "" {
-			e.log.Warn("a schedule command failed; it will be tried again", "op", op, "err", err)
-			_ = msg.NakWithDelay(time.Second)
-			return
-		}
-		if err != nil {
-			meta, merr := msg.Metadata()
-			if merr != nil {
-				_ = msg.Term()
-				return
-			}
-			if op == "delete" && errors.Is(err, ErrNoSchedule) && meta.NumDelivered > 1 {
-				// Delivered again (its acknowledgement was lost, or
-				// recording it failed): the schedule is gone, as asked.
-				e.log.Info("schedule delete delivered again; the schedule is gone, as asked", "err", err)
-				_ = msg.Ack()
-				return
-			}
-			if rerr := e.reject(ctx, js, msg, meta.Sequence.Stream, &RejectError{Reason: reason, Msg: err.Error()}); rerr != nil {
-				_ = msg.NakWithDelay(time.Second)
-				return
-			}
-			e.log.Info("schedule command rejected", "op", op, "reason", reason, "err", err)
-		}
+// HandleScheduleCommand carries out one delivery of a command on
+// schedules, operation op with the delivery's payload. A command that
+// cannot be carried out is recorded with rec, like a refused schedule
+// command; one that failed for a passing reason is asked again a second
+// later.
+func (e *Engine) HandleScheduleCommand(ctx context.Context, s *Schedules, rec Rejections, op string, msg Msg) {
+	_, err := s.ScheduleOp(ctx, op, msg.Data())
+	reason := scheduleReason(err)
+	switch {
+	case err == nil:
 		_ = msg.Ack()
-	})
+	case reason == "":
+		e.log.Warn("a schedule command failed; it will be tried again", "op", op, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+	case op == "delete" && errors.Is(err, ErrNoSchedule) && delivered(msg) > 1:
+		// Delivered again (its acknowledgement was lost, or recording it
+		// failed): the schedule is gone, as asked.
+		e.log.Info("schedule delete delivered again; the schedule is gone, as asked", "err", err)
+		_ = msg.Ack()
+	default:
+		e.Refuse(ctx, rec, msg, &RejectError{Reason: reason, Msg: err.Error()})
+	}
+}
+
+// delivered is how often a delivery's message came, this time included;
+// 0 if unknown.
+func delivered(msg Msg) uint64 {
+	info, err := msg.Info()
+	if err != nil {
+		return 0
+	}
+	return info.Delivered
 }

@@ -10,87 +10,135 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/serpent-engine/serpent/aggregate"
-	"github.com/serpent-engine/serpent/engine"
-	snats "github.com/serpent-engine/serpent/nats"
-	"github.com/serpent-engine/serpent/nats/natstest"
-	"github.com/serpent-engine/serpent/recurring"
-	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/engine/enginetest"
+	"github.com/serpent-engine/serpent/eventstore/memstore"
+	"github.com/serpent-engine/serpent/recurring"
+	"github.com/serpent-engine/serpent/serper"
 )
 
 func espresso(id, expr string) recurring.Definition {
 	return recurring.Definition{ID: id, Schedule: expr, Query: "espresso scale " + id, Country: "US", Language: "en", Device: "mobile"}
 }
 
-// startFiring runs an engine's workers, intake and schedule firing until
-// the returned stop is called.
-func (l *live) startFiring(eng *engine.Engine, s *engine.Schedules) (stop func()) {
-	stopEngine := l.start(eng, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	firing, err := snats.Consumer(ctx, l.srv.JS, snats.WorkStream, snats.ScheduleConsumer)
-	require.NoError(l.t, err)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = eng.RunFiring(ctx, s, firing) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait(); stopEngine() }) }
-	l.t.Cleanup(stop)
-	return stop
+// schedWorld is what recurring schedules work on, in memory: their
+// bucket, their timers and the stream their slots are ordered on.
+type schedWorld struct {
+	t      *testing.T
+	kv     *enginetest.Bucket
+	timers *scheduleTimers
+	orders *orderLog
 }
 
-func (l *live) schedules(now func() time.Time) *engine.Schedules {
-	s, err := engine.NewSchedules(context.Background(), l.srv.JS, snats.NewTimers(l.srv.JS, now), now, nil)
-	require.NoError(l.t, err)
+func newSchedWorld(t *testing.T) *schedWorld {
+	return &schedWorld{t: t, kv: enginetest.NewBucket(), timers: &scheduleTimers{}, orders: &orderLog{}}
+}
+
+// newSchedules is schedules on the world with timers and the clock now
+// (nil: time.Now), interrupted by h if it is not nil.
+func (w *schedWorld) newSchedules(timers engine.ScheduleTimers, now func() time.Time, h *hooks) *engine.Schedules {
+	var (
+		bucket engine.Bucket = w.kv
+		orders engine.Orders = w.orders
+	)
+	if h != nil {
+		bucket, orders = &hookBucket{Bucket: bucket, h: h}, &hookOrders{Orders: orders, h: h}
+	}
+	s, err := engine.NewSchedules(engine.SchedulesConfig{Bucket: bucket, Timers: timers, Orders: orders, Now: now})
+	require.NoError(w.t, err)
 	return s
 }
 
-// TestEverySecondAcrossARestart: an @every 1s schedule fires one job per
-// slot for a few seconds, with its engine replaced in the middle; no slot
-// is ordered twice and, with catch-up, none is lost.
-func TestEverySecondAcrossARestart(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
-	ctx := context.Background()
-	s := l.schedules(nil)
-	def := espresso("every-second", "@every 1s")
-	def.CatchUp = recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 10}
-	_, err := s.Create(ctx, def)
-	require.NoError(t, err)
+func (w *schedWorld) schedules(now func() time.Time) *engine.Schedules {
+	return w.newSchedules(w.timers, now, nil)
+}
 
-	fired := func(n int) func() error {
-		return func() error {
-			rec, _, err := s.Get(ctx, def.ID)
-			if err != nil {
-				return err
-			}
-			if len(rec.State.Recent) < n {
-				return fmt.Errorf("%d slots fired", len(rec.State.Recent))
-			}
-			return nil
-		}
-	}
-	stopA := l.startFiring(l.engine("a", engine.Hooks{}), s)
-	natstest.WaitFor(t, 20*time.Second, fired(2))
-	stopA()
-	l.startFiring(l.engine("b", engine.Hooks{}), l.schedules(nil))
-	natstest.WaitFor(t, 20*time.Second, fired(5))
+// hooked returns schedules interrupted by hooks, and those hooks.
+func (w *schedWorld) hooked(now func() time.Time) (*engine.Schedules, *hooks) {
+	h := &hooks{}
+	return w.newSchedules(w.timers, now, h), h
+}
 
-	rec, _, err := s.Get(ctx, def.ID)
-	require.NoError(t, err)
-	var jobs []string
-	for i, f := range rec.State.Recent {
-		if i > 0 {
-			require.Equal(t, time.Second, f.Slot.Sub(rec.State.Recent[i-1].Slot), "one job per slot, none skipped, none twice")
-		}
-		jobs = append(jobs, f.JobID)
+// storeRaw writes a schedule record as it was stored before the checks
+// that refuse it now.
+func (w *schedWorld) storeRaw(rec engine.Record) {
+	data, err := json.Marshal(rec)
+	require.NoError(w.t, err)
+	require.NoError(w.t, w.kv.Put(context.Background(), rec.Definition.ID, data))
+}
+
+// scheduleCommands counts the commands ordered.
+func (w *schedWorld) scheduleCommands() int { return w.orders.count() }
+
+// scheduleTimers remember when each schedule is to wake, as its timer or
+// its due wake-up in SERP_WORK would.
+type scheduleTimers struct {
+	mu   sync.Mutex
+	when map[string]time.Time
+}
+
+func (s *scheduleTimers) ArmSchedule(_ context.Context, id string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.when == nil {
+		s.when = map[string]time.Time{}
 	}
-	states := l.waitTerminal(jobs, 30*time.Second)
-	for _, f := range rec.State.Recent {
-		require.Equal(t, f.Slot, states[f.JobID].Slot, "each job is its slot")
-		require.Equal(t, aggregate.StatusSucceeded, states[f.JobID].Status)
+	s.when[id] = at
+	return nil
+}
+
+func (s *scheduleTimers) DisarmSchedule(_ context.Context, id string) error {
+	s.lose(id)
+	return nil
+}
+
+func (s *scheduleTimers) ScheduleArmed(_ context.Context, id string) (bool, error) {
+	return s.armed(id), nil
+}
+
+func (s *scheduleTimers) at(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.when[id]
+	return at, ok
+}
+
+func (s *scheduleTimers) armed(id string) bool { _, ok := s.at(id); return ok }
+
+// lose forgets a schedule's timer, as a purged work stream would.
+func (s *scheduleTimers) lose(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.when, id)
+}
+
+// orderLog keeps the commands ordered as the command stream does: an
+// order whose id it holds already is dropped as a duplicate (the stream
+// drops it within its duplicate window; the tests here run within it).
+type orderLog struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (o *orderLog) Order(_ context.Context, cmd []byte, id, _ string) error {
+	if _, err := engine.ParseCommand(cmd); err != nil {
+		return fmt.Errorf("a schedule ordered a command intake refuses: %w", err)
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ids == nil {
+		o.ids = map[string]bool{}
+	}
+	o.ids[id] = true
+	return nil
+}
+
+func (o *orderLog) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.ids)
 }
 
 // TestCatchUpAfterDowntime: an engine comes back after six missed hourly
@@ -105,10 +153,10 @@ func TestCatchUpAfterDowntime(t *testing.T) {
 		{recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 3}, 4},
 	} {
 		t.Run(tc.catchUp.Policy, func(t *testing.T) {
-			l := setupLive(t, sandbox.Faults{})
+			w := newSchedWorld(t)
 			ctx := context.Background()
 			c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
-			s := l.schedules(c.Now)
+			s := w.schedules(c.Now)
 			def := espresso("hourly", "@hourly")
 			def.CatchUp = tc.catchUp
 			_, err := s.Create(ctx, def)
@@ -124,11 +172,7 @@ func TestCatchUpAfterDowntime(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, again.Fire, "a repeated firing orders nothing")
 
-			cmds, err := l.srv.JS.Stream(ctx, snats.CommandStream)
-			require.NoError(t, err)
-			info, err := cmds.Info(ctx, jetstream.WithSubjectFilter(snats.ScheduleSubject))
-			require.NoError(t, err)
-			require.EqualValues(t, tc.slots, info.State.Msgs, "one command per fired slot")
+			require.EqualValues(t, tc.slots, w.scheduleCommands(), "one command per fired slot")
 			rec, _, err := s.Get(ctx, def.ID)
 			require.NoError(t, err)
 			require.Equal(t, time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), rec.State.NextSlot)
@@ -137,10 +181,10 @@ func TestCatchUpAfterDowntime(t *testing.T) {
 }
 
 func TestScheduleOperations(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
-	s := l.schedules(c.Now)
+	s := w.schedules(c.Now)
 	_, err := s.Create(ctx, espresso("a", "0 * * * *"))
 	require.NoError(t, err)
 
@@ -233,35 +277,28 @@ func (f *failOnce) ArmSchedule(ctx context.Context, id string, at time.Time) err
 // redelivered command), which arms it; another definition under its id is
 // still refused. A timer lost later is armed again by the sweep.
 func TestScheduleTimerLostIsArmedAgain(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
-	timers := &failOnce{ScheduleTimers: snats.NewTimers(l.srv.JS, nil)}
-	s, err := engine.NewSchedules(ctx, l.srv.JS, timers, nil, nil)
-	require.NoError(t, err)
+	timers := &failOnce{ScheduleTimers: w.timers}
+	s := w.newSchedules(timers, nil, nil)
 	def := espresso("hourly", "@hourly")
-	_, err = s.Create(ctx, def)
+	_, err := s.Create(ctx, def)
 	require.Error(t, err, "the record is stored, its timer is not")
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	timer := snats.ScheduleTimerPrefix + def.ID
-	_, err = work.GetLastMsgForSubject(ctx, timer)
-	require.ErrorIs(t, err, jetstream.ErrMsgNotFound)
+	require.False(t, w.timers.armed(def.ID))
 
 	rec, err := s.Create(ctx, def)
 	require.NoError(t, err, "the same create again")
 	require.Equal(t, def.ID, rec.Definition.ID)
-	_, err = work.GetLastMsgForSubject(ctx, timer)
-	require.NoError(t, err, "armed")
+	require.True(t, w.timers.armed(def.ID))
 	other := espresso("hourly", "@daily")
 	_, err = s.Create(ctx, other)
 	require.ErrorIs(t, err, engine.ErrScheduleExists)
 
-	require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(timer)))
+	w.timers.lose(def.ID)
 	n, err := s.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	_, err = work.GetLastMsgForSubject(ctx, timer)
-	require.NoError(t, err, "armed again")
+	require.True(t, w.timers.armed(def.ID), "armed again")
 	n, err = s.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left to repair")
@@ -270,10 +307,10 @@ func TestScheduleTimerLostIsArmedAgain(t *testing.T) {
 // TestEndedScheduleBlocksNothing: a schedule past its end orders nothing
 // more, so a new one for the same search is not refused as overlapping.
 func TestEndedScheduleBlocksNothing(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	c := &clock{now: time.Date(2026, 2, 1, 8, 30, 0, 0, time.UTC)}
-	s := l.schedules(c.Now)
+	s := w.schedules(c.Now)
 	old := espresso("winter", "@hourly")
 	old.End = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	_, err := s.Create(ctx, old)
@@ -308,10 +345,10 @@ func TestStartInThePast(t *testing.T) {
 		{recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 5}, []int{8, 9, 10}},
 	} {
 		t.Run(tc.catchUp.Policy, func(t *testing.T) {
-			l := setupLive(t, sandbox.Faults{})
+			w := newSchedWorld(t)
 			ctx := context.Background()
 			c := &clock{now: time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC)}
-			s := l.schedules(c.Now)
+			s := w.schedules(c.Now)
 			def := espresso("hourly", "@hourly")
 			def.CatchUp = tc.catchUp
 			def.Start = time.Date(2026, 12, 2, 7, 30, 0, 0, time.UTC)
@@ -333,54 +370,13 @@ func TestStartInThePast(t *testing.T) {
 	}
 }
 
-// TestScheduleCommandsInOrderOverEngines: two engines share the schedule
-// commands; a create then a delete of each of 20 schedules leaves none
-// (taken by both engines at once, deletes overtook their creates and were
-// refused, and the schedules stayed, buying at every slot).
-func TestScheduleCommandsInOrderOverEngines(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	for _, name := range []string{"a", "b"} {
-		eng := l.engine(name, engine.Hooks{})
-		cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
-		require.NoError(t, err)
-		s := l.schedules(nil)
-		l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, s, l.srv.JS, cmds) })
-	}
-	const n = 20
-	for i := range n {
-		def := fmt.Sprintf(`{"id":"s%02d","schedule":"@hourly","query":"espresso %d","country":"US","language":"en","device":"mobile"}`, i, i)
-		_, err := l.srv.JS.Publish(ctx, "serp.cmd.schedules.create", []byte(def))
-		require.NoError(t, err)
-		_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedules.delete", []byte(fmt.Sprintf("s%02d", i)))
-		require.NoError(t, err)
-	}
-	cons, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.ScheduleAdminConsumer)
-	require.NoError(t, err)
-	natstest.WaitFor(t, 30*time.Second, func() error {
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if ci.NumPending+uint64(ci.NumAckPending) > 0 {
-			return fmt.Errorf("%d commands to go", ci.NumPending+uint64(ci.NumAckPending))
-		}
-		return nil
-	})
-	recs, err := l.schedules(nil).List(ctx)
-	require.NoError(t, err)
-	require.Empty(t, recs, "every schedule was deleted after its create")
-	require.Empty(t, l.rejections(), "no delete came before its create")
-}
-
 // TestListPagesFitAMessage: a page of schedules stops short of what one
 // NATS message holds (100 schedules with 2 KB queries of characters JSON
 // escapes are some 1.2 MB), and paging until an empty page lists them all.
 func TestListPagesFitAMessage(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
-	s := l.schedules(nil)
+	s := w.schedules(nil)
 	for i := range 100 {
 		d := espresso(fmt.Sprintf("s%03d", i), "0 0 1 1 *")
 		d.Query = fmt.Sprintf("%03d ", i) + strings.Repeat("&", 2000)
@@ -395,7 +391,7 @@ func TestListPagesFitAMessage(t *testing.T) {
 		require.NoError(t, err)
 		b, err := json.Marshal(page)
 		require.NoError(t, err)
-		require.Less(t, len(b), int(l.srv.JS.Conn().MaxPayload()), "page %d fits a message", pages)
+		require.Less(t, len(b), 1<<20, "page %d fits a message of the server's default size", pages)
 		if len(page) == 0 {
 			break
 		}
@@ -409,30 +405,19 @@ func TestListPagesFitAMessage(t *testing.T) {
 	}
 }
 
-// storeRaw writes a schedule record as an engine of an earlier version
-// stored it, under checks that refuse it now.
-func (l *live) storeRaw(rec engine.Record) {
-	kv, err := l.srv.JS.KeyValue(context.Background(), snats.SchedulesBucket)
-	require.NoError(l.t, err)
-	data, err := json.Marshal(rec)
-	require.NoError(l.t, err)
-	_, err = kv.Put(context.Background(), rec.Definition.ID, data)
-	require.NoError(l.t, err)
-}
-
 // TestStoredScheduleOutlivesNewChecks: a schedule stored under earlier
 // checks (an end before its first slot, refused for new definitions now)
 // can still be fired, paused, resumed and deleted: a stored definition is
 // read back with its zone and expression only, not checked as a new one.
 func TestStoredScheduleOutlivesNewChecks(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
-	s := l.schedules(c.Now)
+	s := w.schedules(c.Now)
 	def := espresso("ended-at-birth", "@hourly")
 	def.TimeZone, def.CatchUp.Policy = "UTC", recurring.CatchUpSkip
 	def.End = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	l.storeRaw(engine.Record{Definition: def, State: recurring.State{Created: c.Now()}})
+	w.storeRaw(engine.Record{Definition: def, State: recurring.State{Created: c.Now()}})
 
 	_, err := s.Fire(ctx, def.ID)
 	require.NoError(t, err)
@@ -450,10 +435,10 @@ func TestStoredScheduleOutlivesNewChecks(t *testing.T) {
 // "Factory" is no zone at all: all load, all are refused like an unknown
 // zone. A schedule stored in one before this check keeps firing.
 func TestZonesThatNameNoPlaceRefused(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
-	s := l.schedules(c.Now)
+	s := w.schedules(c.Now)
 	for _, zone := range []string{"Local", "localtime", "posixrules", "Factory"} {
 		d := espresso("z", "@daily")
 		d.TimeZone = zone
@@ -466,7 +451,7 @@ func TestZonesThatNameNoPlaceRefused(t *testing.T) {
 
 	old := espresso("old", "@hourly")
 	old.TimeZone, old.CatchUp.Policy = "localtime", recurring.CatchUpSkip
-	l.storeRaw(engine.Record{Definition: old, State: recurring.State{Created: c.Now()}})
+	w.storeRaw(engine.Record{Definition: old, State: recurring.State{Created: c.Now()}})
 	c.Set(time.Date(2026, 12, 2, 10, 0, 1, 0, time.UTC)) // a slot has come, whatever this machine's offset
 	plan, err := s.Fire(ctx, old.ID)
 	require.NoError(t, err)
@@ -479,13 +464,13 @@ func TestZonesThatNameNoPlaceRefused(t *testing.T) {
 // of every slot it fired, as invalid_account too. The default account,
 // named or not, and a configured one are taken.
 func TestScheduleOfAnUnknownAccountRefused(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
-	eng, err := engine.New(engine.Config{Name: "a", Store: l.store, API: l.client,
-		Accounts: map[string]engine.API{"default": l.client, "team-b": l.client},
-		Timers:   snats.NewTimers(l.srv.JS, nil), Policy: l.policy})
+	api := newAPI(func(string, int) serper.Result { return success("r", false) })
+	eng, err := engine.New(engine.Config{Name: "a", Store: memstore.New(memstore.Options{}), API: api,
+		Accounts: map[string]engine.API{"default": api, "team-b": api}, Timers: &timers{}})
 	require.NoError(t, err)
-	s := l.schedules(nil)
+	s := w.schedules(nil)
 	s.CheckAccountsWith(eng.CheckAccount)
 
 	d := espresso("acme", "@hourly")
@@ -512,11 +497,11 @@ func TestScheduleOfAnUnknownAccountRefused(t *testing.T) {
 // case, beside an unknown field or followed by more data is malformed,
 // and nothing is done. An operation serpent does not have is refused as
 // unknown_subject before its payload is read (an empty one was refused
-// as "a schedule id is required"), by command too.
+// as "a schedule id is required").
 func TestScheduleOpPayloadsReadStrictly(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
-	s := l.schedules(nil)
+	s := w.schedules(nil)
 	for _, id := range []string{"keep", "drop"} {
 		_, err := s.Create(ctx, espresso(id, "@hourly"))
 		require.NoError(t, err)
@@ -552,144 +537,72 @@ func TestScheduleOpPayloadsReadStrictly(t *testing.T) {
 		require.Equal(t, engine.ReasonUnknownSubject, se.Reason, payload)
 		require.ErrorContains(t, err, `unknown schedule operation "frobnicate"`)
 	}
-	eng := l.engine("a", engine.Hooks{})
-	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
-	require.NoError(t, err)
-	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, s, l.srv.JS, cmds) })
-	_, err = l.srv.JS.Publish(ctx, snats.ScheduleOpPrefix+"frobnicate", nil)
-	require.NoError(t, err)
-	l.waitSettled(snats.ScheduleAdminConsumer)
-	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonUnknownSubject: 1}, l.rejections())
 }
 
-// scheduleCommands counts the commands stored on serp.cmd.schedule.
-func (l *live) scheduleCommands() uint64 {
-	st, err := l.srv.JS.Stream(context.Background(), snats.CommandStream)
-	require.NoError(l.t, err)
-	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(snats.ScheduleSubject))
-	require.NoError(l.t, err)
-	return info.State.Msgs
-}
-
-// jobExists says whether a job has events.
-func (l *live) jobExists(id string) bool {
-	evs, _, err := l.store.Load(context.Background(), id)
-	require.NoError(l.t, err)
-	return len(evs) > 0
-}
-
-// TestRecreatedScheduleOrdersItsSlot: deleting a schedule and creating it
-// again under its id with a corrected search (the only way to change one)
-// within the command stream's dedupe window of a slot the old one fired:
-// the new command for that slot carried the same message id as the old
-// one's (schedule id and slot), was dropped as a duplicate, and the
-// schedule recorded a job that never came to be. The message id is now the
-// job's, so the same order again is still dropped and another is not.
-func TestRecreatedScheduleOrdersItsSlot(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
-	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 12, 2, 9, 0, 30, 0, time.UTC)}
-	s := l.schedules(c.Now)
-	def := espresso("hourly", "@hourly")
-	def.Start = c.Now().Add(-3 * time.Hour)
-	_, err := s.Create(ctx, def)
-	require.NoError(t, err)
-	_, err = s.Fire(ctx, def.ID)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, l.scheduleCommands(), "the 09:00 slot ordered")
-
-	require.NoError(t, s.Delete(ctx, def.ID))
-	fixed := def
-	fixed.Query = "espresso scale, corrected"
-	_, err = s.Create(ctx, fixed)
-	require.NoError(t, err)
-	plan, err := s.Fire(ctx, def.ID)
-	require.NoError(t, err)
-	require.Equal(t, []time.Time{time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}, plan.Fire)
-	require.EqualValues(t, 2, l.scheduleCommands(), "the corrected search's 09:00 slot is a command of its own")
-	rec, _, err := s.Get(ctx, def.ID)
-	require.NoError(t, err)
-	job := rec.State.Recent[len(rec.State.Recent)-1].JobID
-
-	l.start(l.engine("a", engine.Hooks{}), 2)
-	l.waitSettled(snats.IntakeConsumer)
-	require.True(t, l.jobExists(job), "the job the schedule recorded for its slot exists")
-}
-
-// hookJS is a JetStream whose schedule commands and writes of the
-// schedules bucket can be interrupted: beforeOrder runs before each
-// command is published on serp.cmd.schedule, beforeStore before a record
-// is first stored (Create), beforeWrite before each compare-and-set write
-// of a record (Update), beforeClaim before each write of a claim on a
-// search ("create", "update" or "delete"); an error one returns is the
-// publish's or write's.
-type hookJS struct {
-	jetstream.JetStream
+// hooks interrupt the schedules' commands and writes of their bucket:
+// beforeOrder runs before each command is published on
+// serp.cmd.schedule, beforeStore before a record is first stored
+// (Create), beforeWrite before each compare-and-set write of a record,
+// beforeClaim before each write of a claim on a search ("create",
+// "update" or "delete"); an error one returns is the publish's or
+// write's.
+type hooks struct {
 	beforeOrder func() error
 	beforeStore func() error
 	beforeWrite func() error
 	beforeClaim func(op string) error
 }
 
-func (h *hookJS) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	if m.Subject == snats.ScheduleSubject && h.beforeOrder != nil {
-		if err := h.beforeOrder(); err != nil {
-			return nil, err
-		}
-	}
-	return h.JetStream.PublishMsg(ctx, m, opts...)
-}
-
-func (h *hookJS) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	kv, err := h.JetStream.KeyValue(ctx, bucket)
-	return &hookKV{KeyValue: kv, h: h}, err
-}
-
-type hookKV struct {
-	jetstream.KeyValue
-	h *hookJS
-}
-
 // before runs the hook for a write of key.
-func (k *hookKV) before(op, key string) error {
+func (h *hooks) before(op, key string) error {
 	switch claim := strings.HasPrefix(key, "body."); {
-	case claim && k.h.beforeClaim != nil:
-		return k.h.beforeClaim(op)
-	case !claim && op == "create" && k.h.beforeStore != nil:
-		return k.h.beforeStore()
-	case !claim && op == "update" && k.h.beforeWrite != nil:
-		return k.h.beforeWrite()
+	case claim && h.beforeClaim != nil:
+		return h.beforeClaim(op)
+	case !claim && op == "create" && h.beforeStore != nil:
+		return h.beforeStore()
+	case !claim && op == "update" && h.beforeWrite != nil:
+		return h.beforeWrite()
 	}
 	return nil
 }
 
-func (k *hookKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	if err := k.before("create", key); err != nil {
-		return 0, err
-	}
-	return k.KeyValue.Create(ctx, key, value, opts...)
+// hookBucket is the schedules' bucket with hooks before its writes.
+type hookBucket struct {
+	engine.Bucket
+	h *hooks
 }
 
-func (k *hookKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
-	if err := k.before("update", key); err != nil {
-		return 0, err
+func (b *hookBucket) Write(ctx context.Context, key string, value []byte, rev uint64) (uint64, bool, error) {
+	op := "update"
+	if rev == 0 {
+		op = "create"
 	}
-	return k.KeyValue.Update(ctx, key, value, rev)
+	if err := b.h.before(op, key); err != nil {
+		return 0, false, err
+	}
+	return b.Bucket.Write(ctx, key, value, rev)
 }
 
-func (k *hookKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
-	if err := k.before("delete", key); err != nil {
-		return err
+func (b *hookBucket) Delete(ctx context.Context, key string, rev uint64) (bool, error) {
+	if err := b.h.before("delete", key); err != nil {
+		return false, err
 	}
-	return k.KeyValue.Delete(ctx, key, opts...)
+	return b.Bucket.Delete(ctx, key, rev)
 }
 
-// hooked returns schedules over a hookJS, and that hookJS.
-func (l *live) hooked(now func() time.Time) (*engine.Schedules, *hookJS) {
-	h := &hookJS{JetStream: l.srv.JS}
-	s, err := engine.NewSchedules(context.Background(), h, snats.NewTimers(l.srv.JS, now), now, nil)
-	require.NoError(l.t, err)
-	return s, h
+// hookOrders are the schedules' orders with a hook before each.
+type hookOrders struct {
+	engine.Orders
+	h *hooks
+}
+
+func (o *hookOrders) Order(ctx context.Context, cmd []byte, id, schedule string) error {
+	if o.h.beforeOrder != nil {
+		if err := o.h.beforeOrder(); err != nil {
+			return err
+		}
+	}
+	return o.Orders.Order(ctx, cmd, id, schedule)
 }
 
 // once runs f the first time it is called, and returns nil after.
@@ -710,24 +623,24 @@ func once(f func() error) func() error {
 // slots first and publishes them after: what wins the write decides.
 func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 	slot := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	setup := func(t *testing.T) (*live, *clock, *engine.Schedules, *engine.Schedules, *hookJS) {
-		l := setupLive(t, sandbox.Faults{})
+	setup := func(t *testing.T) (*schedWorld, *clock, *engine.Schedules, *engine.Schedules, *hooks) {
+		w := newSchedWorld(t)
 		c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
-		s, h := l.hooked(c.Now)
+		s, h := w.hooked(c.Now)
 		_, err := s.Create(context.Background(), espresso("hourly", "@hourly"))
 		require.NoError(t, err)
 		c.Set(slot.Add(time.Second))
-		return l, c, s, l.schedules(c.Now), h
+		return w, c, s, w.schedules(c.Now), h
 	}
 	ctx := context.Background()
 
 	t.Run("a pause before the firing's write", func(t *testing.T) {
-		l, c, s, other, h := setup(t)
+		w, c, s, other, h := setup(t)
 		h.beforeWrite = once(func() error { _, err := other.Pause(ctx, "hourly"); return err })
 		plan, err := s.Fire(ctx, "hourly")
 		require.NoError(t, err)
 		require.Empty(t, plan.Fire)
-		require.Zero(t, l.scheduleCommands(), "nothing ordered for a paused schedule")
+		require.Zero(t, w.scheduleCommands(), "nothing ordered for a paused schedule")
 		rec, _, err := s.Get(ctx, "hourly")
 		require.NoError(t, err)
 		require.Empty(t, rec.State.Recent)
@@ -738,16 +651,16 @@ func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, rec.State.Recent, 1, "due before the pause: ordered when it resumes")
 		require.Equal(t, slot, rec.State.Recent[0].Slot)
-		require.EqualValues(t, 1, l.scheduleCommands())
+		require.EqualValues(t, 1, w.scheduleCommands())
 		require.Zero(t, rec.State.Skipped)
 	})
 	t.Run("a pause after the firing's write", func(t *testing.T) {
-		l, _, s, other, h := setup(t)
+		w, _, s, other, h := setup(t)
 		h.beforeOrder = once(func() error { _, err := other.Pause(ctx, "hourly"); return err })
 		plan, err := s.Fire(ctx, "hourly")
 		require.NoError(t, err)
 		require.Equal(t, []time.Time{slot}, plan.Fire)
-		require.EqualValues(t, 1, l.scheduleCommands(), "decided before the pause: ordered")
+		require.EqualValues(t, 1, w.scheduleCommands(), "decided before the pause: ordered")
 		rec, err := other.Resume(ctx, "hourly")
 		require.NoError(t, err)
 		require.Len(t, rec.State.Recent, 1, "the slot ordered is in the history")
@@ -756,25 +669,25 @@ func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 		require.Zero(t, rec.State.Skipped, "the slot ordered is not counted as skipped")
 	})
 	t.Run("a delete before the firing's write", func(t *testing.T) {
-		l, _, s, other, h := setup(t)
+		w, _, s, other, h := setup(t)
 		h.beforeWrite = once(func() error { return other.Delete(ctx, "hourly") })
 		plan, err := s.Fire(ctx, "hourly")
 		require.NoError(t, err)
 		require.Empty(t, plan.Fire)
-		require.Zero(t, l.scheduleCommands(), "nothing ordered for a deleted schedule")
+		require.Zero(t, w.scheduleCommands(), "nothing ordered for a deleted schedule")
 	})
 	t.Run("a delete after the firing's write", func(t *testing.T) {
-		l, _, s, other, h := setup(t)
-		var atDelete uint64
+		w, _, s, other, h := setup(t)
+		var atDelete int
 		h.beforeOrder = once(func() error {
 			err := other.Delete(ctx, "hourly")
-			atDelete = l.scheduleCommands()
+			atDelete = w.scheduleCommands()
 			return err
 		})
 		_, err := s.Fire(ctx, "hourly")
 		require.NoError(t, err)
 		require.EqualValues(t, 1, atDelete, "the slot recorded before the delete is ordered by the time it returns")
-		require.EqualValues(t, 1, l.scheduleCommands(), "nothing more after it: the firing's copy is the same command")
+		require.EqualValues(t, 1, w.scheduleCommands(), "nothing more after it: the firing's copy is the same command")
 	})
 }
 
@@ -785,10 +698,10 @@ func TestPauseOrDeleteRacingAFiring(t *testing.T) {
 // the same command. A paused schedule left with pending slots and no
 // wake-up is woken by the sweep.
 func TestFiringStoppedHalfwayLosesNoSlot(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
-	s, h := l.hooked(c.Now)
+	s, h := w.hooked(c.Now)
 	_, err := s.Create(ctx, espresso("hourly", "@hourly"))
 	require.NoError(t, err)
 	crash := errors.New("the process stops here")
@@ -797,14 +710,14 @@ func TestFiringStoppedHalfwayLosesNoSlot(t *testing.T) {
 	h.beforeOrder = once(func() error { return crash })
 	_, err = s.Fire(ctx, "hourly")
 	require.ErrorIs(t, err, crash)
-	require.Zero(t, l.scheduleCommands())
+	require.Zero(t, w.scheduleCommands())
 	rec, _, err := s.Get(ctx, "hourly")
 	require.NoError(t, err)
 	require.Len(t, rec.State.Pending, 1, "recorded, not yet ordered")
 	plan, err := s.Fire(ctx, "hourly")
 	require.NoError(t, err)
 	require.Empty(t, plan.Fire, "nothing new is due")
-	require.EqualValues(t, 1, l.scheduleCommands(), "the pending slot is ordered")
+	require.EqualValues(t, 1, w.scheduleCommands(), "the pending slot is ordered")
 	rec, _, err = s.Get(ctx, "hourly")
 	require.NoError(t, err)
 	require.Empty(t, rec.State.Pending)
@@ -819,31 +732,28 @@ func TestFiringStoppedHalfwayLosesNoSlot(t *testing.T) {
 	}
 	_, err = s.Fire(ctx, "hourly")
 	require.ErrorIs(t, err, crash)
-	require.EqualValues(t, 2, l.scheduleCommands())
+	require.EqualValues(t, 2, w.scheduleCommands())
 	_, err = s.Fire(ctx, "hourly")
 	require.NoError(t, err)
-	require.EqualValues(t, 2, l.scheduleCommands(), "published again: the same command, dropped as a duplicate")
+	require.EqualValues(t, 2, w.scheduleCommands(), "published again: the same command, dropped as a duplicate")
 	h.beforeWrite = nil
 
 	c.Set(time.Date(2026, 12, 2, 11, 0, 1, 0, time.UTC))
 	h.beforeOrder = once(func() error { return crash })
 	_, err = s.Fire(ctx, "hourly")
 	require.ErrorIs(t, err, crash)
-	_, err = l.schedules(c.Now).Pause(ctx, "hourly")
+	_, err = w.schedules(c.Now).Pause(ctx, "hourly")
 	require.NoError(t, err)
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	for _, subj := range []string{snats.ScheduleTimerPrefix + "hourly", snats.ScheduleDuePrefix + "hourly"} {
-		require.NoError(t, work.Purge(ctx, jetstream.WithPurgeSubject(subj)))
-	}
+	w.timers.lose("hourly")
 	n, err := s.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "a paused schedule with a pending slot is woken")
-	_, err = work.GetLastMsgForSubject(ctx, snats.ScheduleDuePrefix+"hourly")
-	require.NoError(t, err, "woken at once")
+	at, armed := w.timers.at("hourly")
+	require.True(t, armed)
+	require.False(t, at.After(c.Now()), "woken at once")
 	_, err = s.Fire(ctx, "hourly")
 	require.NoError(t, err)
-	require.EqualValues(t, 3, l.scheduleCommands(), "the slot recorded before the pause is ordered")
+	require.EqualValues(t, 3, w.scheduleCommands(), "the slot recorded before the pause is ordered")
 }
 
 // TestResumeCatchesUpSlotsMissedBeforeThePause: slots missed before a pause
@@ -869,10 +779,10 @@ func TestResumeCatchesUpSlotsMissedBeforeThePause(t *testing.T) {
 			[]time.Time{at(11, 0)}, 2 + 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := setupLive(t, sandbox.Faults{})
+			w := newSchedWorld(t)
 			ctx := context.Background()
 			c := &clock{now: at(8, 30)}
-			s := l.schedules(c.Now)
+			s := w.schedules(c.Now)
 			def := espresso("hourly", "@hourly")
 			def.CatchUp = tc.catchUp
 			_, err := s.Create(ctx, def)
@@ -889,7 +799,7 @@ func TestResumeCatchesUpSlotsMissedBeforeThePause(t *testing.T) {
 				ordered = append(ordered, f.Slot)
 			}
 			require.Equal(t, tc.ordered, ordered, "the slots before the pause, as the catch-up policy says")
-			require.EqualValues(t, len(tc.ordered), l.scheduleCommands(), "and their commands")
+			require.EqualValues(t, len(tc.ordered), w.scheduleCommands(), "and their commands")
 			require.Equal(t, tc.skipped, rec.State.Skipped)
 			require.Empty(t, rec.State.Pending)
 			require.True(t, rec.State.PausedAt.IsZero())
@@ -901,18 +811,18 @@ func TestResumeCatchesUpSlotsMissedBeforeThePause(t *testing.T) {
 	}
 
 	t.Run("paused before the pause's time was kept", func(t *testing.T) {
-		l := setupLive(t, sandbox.Faults{})
+		w := newSchedWorld(t)
 		ctx := context.Background()
 		c := &clock{now: at(11, 10)}
-		s := l.schedules(c.Now)
+		s := w.schedules(c.Now)
 		def := espresso("hourly", "@hourly")
 		def.TimeZone, def.CatchUp = "UTC", recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 5}
-		l.storeRaw(engine.Record{Definition: def, State: recurring.State{Created: at(8, 30), Paused: true}})
+		w.storeRaw(engine.Record{Definition: def, State: recurring.State{Created: at(8, 30), Paused: true}})
 		rec, err := s.Resume(ctx, def.ID)
 		require.NoError(t, err)
 		require.Empty(t, rec.State.Recent)
 		require.Equal(t, 3, rec.State.Skipped)
-		require.Zero(t, l.scheduleCommands())
+		require.Zero(t, w.scheduleCommands())
 	})
 }
 
@@ -960,18 +870,17 @@ func (r *rendezvous) meet(stage string) error {
 // other is made again, finds the winner listed and is refused; its record
 // is removed.
 func TestConcurrentOverlappingCreatesOneWins(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	r := &rendezvous{t: t}
-	h := &hookJS{JetStream: l.srv.JS,
+	h := &hooks{
 		beforeStore: func() error { return r.meet("store") },
 		beforeClaim: func(string) error { return r.meet("claim") },
 	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i, id := range []string{"a", "b"} {
-		s, err := engine.NewSchedules(ctx, h, snats.NewTimers(l.srv.JS, nil), nil, nil)
-		require.NoError(t, err)
+		s := w.newSchedules(w.timers, nil, h)
 		d := espresso(id, "@hourly")
 		d.Query = "espresso scale"
 		wg.Go(func() { _, errs[i] = s.Create(ctx, d) })
@@ -981,7 +890,7 @@ func TestConcurrentOverlappingCreatesOneWins(t *testing.T) {
 	var se *engine.ScheduleError
 	require.ErrorAs(t, errors.Join(errs...), &se)
 	require.Equal(t, "overlapping_schedule", se.Reason)
-	list, err := l.schedules(nil).List(ctx)
+	list, err := w.schedules(nil).List(ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 1, "the refused one is not left stored")
 	require.False(t, list[0].Creating)
@@ -996,11 +905,11 @@ func TestConcurrentOverlappingCreatesOneWins(t *testing.T) {
 // claim failed leaves a claim naming a schedule that is gone, which the
 // next create on the search drops.
 func TestCreateStoppedHalfwayBlocksNothingForEver(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
+	w := newSchedWorld(t)
 	ctx := context.Background()
 	crash := errors.New("the process stops here")
-	s, h := l.hooked(nil)
-	plain := l.schedules(nil)
+	s, h := w.hooked(nil)
+	plain := w.schedules(nil)
 	same := func(id string) recurring.Definition {
 		d := espresso(id, "@hourly")
 		d.Query = "espresso scale"
@@ -1035,10 +944,7 @@ func TestCreateStoppedHalfwayBlocksNothingForEver(t *testing.T) {
 	rec, _, err = plain.Get(ctx, "claimed")
 	require.NoError(t, err)
 	require.False(t, rec.Creating, "the sweep finished it")
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	_, err = work.GetLastMsgForSubject(ctx, snats.ScheduleTimerPrefix+"claimed")
-	require.NoError(t, err, "and armed its timer")
+	require.True(t, w.timers.armed("claimed"), "and armed its timer")
 
 	failClaim()
 	require.NoError(t, s.Delete(ctx, "claimed"), "deleted, its claim not released")

@@ -13,10 +13,10 @@ import (
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/engine/enginetest"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
 	"github.com/serpent-engine/serpent/eventstore/memstore"
-	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/stretchr/testify/require"
@@ -89,13 +89,13 @@ func TestUnknownOutcomesKeepTheKey(t *testing.T) {
 }
 
 func TestConfirmedErrorsRotateTheKey(t *testing.T) {
-	e := setup(t, func(key string, n int) serper.Result {
-		if len(e0.api.sends) == 1 {
+	var e *env
+	e = setup(t, func(key string, n int) serper.Result {
+		if len(e.api.sends) == 1 { // the caller holds the lock
 			return confirmed(408, "search_timeout", "r1")
 		}
 		return success("r2", false)
 	})
-	e0 = e
 	eng := e.engine("w1", engine.Hooks{})
 	job := e.schedule(eng)
 	s := e.runToEnd(eng, job)
@@ -104,8 +104,6 @@ func TestConfirmedErrorsRotateTheKey(t *testing.T) {
 	require.Len(t, e.api.sends, 2)
 	require.Equal(t, e.api.bodies[s.Attempts[0].Key], e.api.bodies[s.Attempts[1].Key], "same body under every key")
 }
-
-var e0 *env
 
 func TestReplayUnavailableReconciles(t *testing.T) {
 	t.Run("charged", func(t *testing.T) {
@@ -158,15 +156,15 @@ func TestReplayUnavailableReconciles(t *testing.T) {
 		require.Empty(t, aggregate.Verify(e.log(job)))
 	})
 	t.Run("ledger down, then charged", func(t *testing.T) {
-		e := setup(t, func(key string, n int) serper.Result {
-			if n == 1 && len(e0.api.sends) == 1 {
+		var e *env
+		e = setup(t, func(key string, n int) serper.Result {
+			if n == 1 && len(e.api.sends) == 1 {
 				// Billed, its reply gone (the caller holds the lock).
-				e0.api.ledger = append(e0.api.ledger, serper.LedgerEntry{RequestID: "req_A", IdempotencyKey: key, Pages: 1, BilledPages: 1})
+				e.api.ledger = append(e.api.ledger, serper.LedgerEntry{RequestID: "req_A", IdempotencyKey: key, Pages: 1, BilledPages: 1})
 				return confirmed(409, "idempotency_replay_unavailable", "req_A")
 			}
 			return success("req_B", false)
 		})
-		e0 = e
 		e.api.ledgerE = &serper.LedgerError{Status: 503, Code: "service_unavailable"}
 		eng := e.engine("w1", engine.Hooks{})
 		job := e.schedule(eng)
@@ -550,11 +548,10 @@ func TestStaleLoadDoesNotDropTheWakeUp(t *testing.T) {
 // resend, which the budget does not hold back, and it may buy.
 func TestUnsentClaimKeepsItsBudget(t *testing.T) {
 	e := setup(t, func(string, int) serper.Result { return success("r", false) })
-	srv := natstest.RunServer(t)
+	kv := enginetest.NewBucket()
 	ctx := context.Background()
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{DailyPages: 5}))
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w", 2*time.Minute, e.clock.Now, nil)
+	require.NoError(t, engine.SetLimits(ctx, kv, "", accounts.Limits{DailyPages: 5}))
+	lim, err := engine.NewLimiter(ctx, kv, "w", 2*time.Minute, e.clock.Now, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	natstest.WaitFor(t, 10*time.Second, func() error {
@@ -571,7 +568,7 @@ func TestUnsentClaimKeepsItsBudget(t *testing.T) {
 		}}})
 	require.NoError(t, err)
 	spent := func() int {
-		st, err := engine.AccountStatuses(ctx, srv.JS, e.clock.Now())
+		st, err := engine.AccountStatuses(ctx, kv, e.clock.Now())
 		require.NoError(t, err)
 		for _, a := range st {
 			if a.Account == "default" {
@@ -628,42 +625,4 @@ func TestLostReconciliationAnswerGoesOn(t *testing.T) {
 	require.Len(t, s.Attempts, 2, "the ledger showed no charge: a new key")
 	require.Less(t, e.clock.Now().Sub(start), time.Hour, "no ReconcileRetry wait: %v", e.clock.Now().Sub(start))
 	require.Empty(t, aggregate.Verify(e.log(job)))
-}
-
-// TestAmbiguousCommandOnAStaleReplica: a command this version refuses as
-// ambiguous, delivered again during an upgrade, is looked up in case an
-// earlier engine made it a job. A replica behind the log that does not
-// have the job yet is not taken at its word (the command would be
-// refused and its job left as well): the leader is asked, and the
-// delivery comes again. A command nobody made a job of is refused.
-func TestAmbiguousCommandOnAStaleReplica(t *testing.T) {
-	e := setup(t, func(string, int) serper.Result { return success("r", false) })
-	ctx := context.Background()
-	ambiguous := func(q string) []byte {
-		return []byte(`{"slot":"2026-12-02T14:00:00Z","query":"first","query":"` + q + `","country":"US","language":"en","device":"mobile"}`)
-	}
-	// The earlier engine read the last value.
-	var c map[string]any
-	require.NoError(t, json.Unmarshal(ambiguous("taken earlier"), &c))
-	plain, err := json.Marshal(c)
-	require.NoError(t, err)
-	earlier, err := e.engine("old", engine.Hooks{}).Schedule(ctx, plain, "SERP_COMMANDS:7")
-	require.NoError(t, err)
-	require.True(t, earlier.Created)
-
-	stale, err := engine.New(engine.Config{Name: "w", Store: behind{e.store}, API: e.api, Timers: e.timers, Now: e.clock.Now})
-	require.NoError(t, err)
-	_, err = stale.Schedule(ctx, ambiguous("taken earlier"), "SERP_COMMANDS:7")
-	require.ErrorContains(t, err, "behind the log")
-	var rej *engine.RejectError
-	require.False(t, errors.As(err, &rej), "not refused on a stale replica's word: %v", err)
-
-	out, err := e.engine("w", engine.Hooks{}).Schedule(ctx, ambiguous("taken earlier"), "SERP_COMMANDS:7")
-	require.NoError(t, err, "the leader's replica has the job")
-	require.Equal(t, earlier.JobID, out.JobID)
-	require.False(t, out.Created)
-
-	_, err = stale.Schedule(ctx, ambiguous("never taken"), "SERP_COMMANDS:8")
-	require.ErrorAs(t, err, &rej, "the leader agrees there is no job")
-	require.Equal(t, engine.ReasonMalformed, rej.Reason)
 }

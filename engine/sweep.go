@@ -5,14 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
-	snats "github.com/serpent-engine/serpent/nats"
 )
+
+// Wakes says which jobs have a wake-up waiting: a timer armed, or a due
+// wake-up not taken yet (package nats reads SERP_WORK).
+type Wakes interface {
+	// EachWaiting calls each with every job that has a wake-up waiting,
+	// as far as it can read them: an error says it could not read them
+	// all, not that the jobs it named have none.
+	EachWaiting(ctx context.Context, each func(jobID string)) error
+	// Waiting reports whether one job has a wake-up waiting.
+	Waiting(ctx context.Context, jobID string) (bool, error)
+}
 
 // SweepReport counts what a sweep saw.
 type SweepReport struct {
@@ -61,46 +69,38 @@ func (s sortedIDs) Index(id string) (int, bool) { return slices.BinarySearch(s, 
 // the last event of every job instead would take, at millions of jobs,
 // longer than the server's requests may, holding its other requests
 // meanwhile. A job of ids that has finished since is left as it is.
-// Which jobs have a timer or a due message it reads from the work stream's
-// index of subjects, and it looks up one by one only the others.
-func (e *Engine) SweepJobs(ctx context.Context, js jetstream.JetStream, ids JobList) (SweepReport, error) {
+// Which jobs have a wake-up waiting it reads from wakes all at once
+// (EachWaiting), and it looks up one by one only the others.
+func (e *Engine) SweepJobs(ctx context.Context, wakes Wakes, ids JobList) (SweepReport, error) {
 	n := ids.Len()
 	rep := SweepReport{Jobs: n, Live: n}
-	work, err := js.Stream(ctx, snats.WorkStream)
-	if err != nil {
-		return rep, fmt.Errorf("sweep: %w", err)
-	}
-	armed := e.armed(ctx, js, ids)
+	armed := e.armed(ctx, wakes, ids)
 	for i := range n {
 		if armed[i] {
 			continue
 		}
-		if err := e.sweepJob(ctx, work, ids.ID(i), &rep); err != nil {
+		if err := e.sweepJob(ctx, wakes, ids.ID(i), &rep); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-// armed marks the jobs of ids that have a timer or a due message, as the
-// work stream's index of subjects says, read in a few requests that load
-// no message: a look-up per job costs a round trip, and the server a
-// block read, for each of millions of jobs waiting for their slots. Those
-// not marked are looked at one by one (sweepJob), as is every job if the
-// index cannot be read.
-func (e *Engine) armed(ctx context.Context, js jetstream.JetStream, ids JobList) []bool {
+// armed marks the jobs of ids that have a wake-up waiting, as wakes lists
+// them all at once: a look-up per job costs a round trip, and the server
+// a block read, for each of millions of jobs waiting for their slots.
+// Those not marked are looked at one by one (sweepJob), as is every job
+// the list could not name.
+func (e *Engine) armed(ctx context.Context, wakes Wakes, ids JobList) []bool {
 	armed := make([]bool, ids.Len())
-	for _, prefix := range []string{snats.TimerSubjectPrefix, snats.WorkSubjectPrefix} {
-		err := snats.EachSubject(ctx, js, snats.WorkStream, prefix+">", func(subject string) {
-			if k, ok := ids.Index(strings.TrimPrefix(subject, prefix)); ok {
-				armed[k] = true
-			}
-		})
-		if err != nil {
-			// The marks so far are right: a timer seen is there.
-			e.log.Warn("sweep: the work stream's subjects could not be read; looking at each job's timer", "err", err)
-			break
+	err := wakes.EachWaiting(ctx, func(jobID string) {
+		if k, ok := ids.Index(jobID); ok {
+			armed[k] = true
 		}
+	})
+	if err != nil {
+		// The marks so far are right: a timer seen is there.
+		e.log.Warn("sweep: the wake-ups could not all be listed; looking at each job's", "err", err)
 	}
 	return armed
 }
@@ -109,20 +109,20 @@ func (e *Engine) armed(ctx context.Context, js jetstream.JetStream, ids JobList)
 // timer nor a due message, counting it in rep. A job whose events cannot
 // be read (corrupt, or an id no job can have) is counted unusable and
 // left, so that the jobs after it are still swept.
-func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID string, rep *SweepReport) error {
+func (e *Engine) sweepJob(ctx context.Context, wakes Wakes, jobID string, rep *SweepReport) error {
 	if err := events.ValidateJobID(jobID); err != nil {
 		rep.Unusable++
 		e.log.Warn("sweep: not a job id; left as it is", "job", jobID, "err", err)
 		return nil
 	}
-	armed, err := hasWake(ctx, work, jobID)
+	armed, err := wakes.Waiting(ctx, jobID)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	if armed {
 		return nil
 	}
-	rearmed, held, err := e.rearm(ctx, work, jobID)
+	rearmed, held, err := e.rearm(ctx, wakes, jobID)
 	var corrupt *eventstore.CorruptError
 	switch {
 	case errors.As(err, &corrupt) || errors.Is(err, eventstore.ErrInvalid):
@@ -140,29 +140,10 @@ func (e *Engine) sweepJob(ctx context.Context, work jetstream.Stream, jobID stri
 	return nil
 }
 
-// hasWake reports whether a job has a timer or a due message waiting.
-func hasWake(ctx context.Context, work jetstream.Stream, jobID string) (bool, error) {
-	return hasMessage(ctx, work, snats.TimerSubjectPrefix+jobID, snats.WorkSubjectPrefix+jobID)
-}
-
-// hasMessage reports whether the stream holds a message on any of subjects.
-func hasMessage(ctx context.Context, work jetstream.Stream, subjects ...string) (bool, error) {
-	for _, subj := range subjects {
-		_, err := work.GetLastMsgForSubject(ctx, subj)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, err
-		}
-	}
-	return false, nil
-}
-
 // rearm arms a job's timer from its state, and reports whether it did (a
 // finished job has none to arm) and whether the job was claimed under a
 // lease that has not ended (SweepReport.Held).
-func (e *Engine) rearm(ctx context.Context, work jetstream.Stream, jobID string) (rearmed, held bool, err error) {
+func (e *Engine) rearm(ctx context.Context, wakes Wakes, jobID string) (rearmed, held bool, err error) {
 	s, err := e.State(ctx, jobID)
 	if err != nil {
 		return false, false, err
@@ -177,7 +158,7 @@ func (e *Engine) rearm(ctx context.Context, work jetstream.Stream, jobID string)
 		// Its worker arms its timer once the outcome is stored, which
 		// may have happened since the look above: a timer armed here at
 		// the lease's end would replace an earlier one it armed.
-		if armed, err := hasWake(ctx, work, jobID); err != nil || armed {
+		if armed, err := wakes.Waiting(ctx, jobID); err != nil || armed {
 			return false, false, err
 		}
 		e.jobLog(jobID, s).Debug("sweep: the job is claimed and its lease runs; arming its timer at the lease's end in case its worker died",

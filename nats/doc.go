@@ -1,5 +1,9 @@
 // Package nats holds serpent's JetStream adapters: the event store, stream
-// provisioning, an embedded server and connection options.
+// provisioning, an embedded server and connection options, and the other
+// ports of package engine (timers, the shared buckets, schedule orders).
+// It is, with its subpackages, the only code that imports the NATS
+// client: nats/consume runs the engine's consumers, nats/service its micro
+// service, nats/projector the projections.
 //
 // # Event store
 //
@@ -95,6 +99,18 @@
 // TTL, no clocks compared), and the engines' turns at the sweep for lost
 // timers (judged by the time written in the record, by the server's
 // clock).
+//
+// # The engine's other ports
+//
+// Timers arms job and schedule timers as JetStream message schedules on
+// SERP_WORK, and says which jobs and schedules have one waiting (the
+// sweep of lost timers reads SERP_WORK's index of subjects for that). KV
+// is a KV bucket as the engine shares state through it (serp_accounts,
+// serp_schedules): a value's revision is its stream sequence, and a
+// conditional write a compare-and-set on it; the conformance suite in
+// engine/enginetest holds it and the in-memory fake to the same rules.
+// Orders publishes the commands of recurring schedules' slots on
+// serp.cmd.schedule, with their message id.
 //
 // # Servers and connections
 //

@@ -2,7 +2,10 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -14,9 +17,17 @@ import (
 // schedule on serp.timer.<job> ("@at <time>", targeting serp.work.<job>),
 // stored durably and fired by the server, so timers survive restarts of
 // both the engine and the server. Arming a job again replaces its timer.
+// Recurring schedules' timers are alike, on serp.sched.timer.<id> and
+// serp.sched.due.<id>.
+//
+// Timers also says which jobs and schedules have a wake-up waiting (the
+// engine's Wakes and ScheduleTimers), for the sweep of lost timers.
 type Timers struct {
 	js  jetstream.JetStream
 	now func() time.Time
+
+	mu   sync.Mutex
+	work jetstream.Stream // SERP_WORK, once looked up
 }
 
 // NewTimers returns timers on SERP_WORK.
@@ -77,4 +88,64 @@ func timerMsg(subject, target string, at time.Time) *natsgo.Msg {
 	m.Header.Set("Nats-Schedule", "@at "+at.UTC().Format(time.RFC3339Nano))
 	m.Header.Set("Nats-Schedule-Target", target)
 	return m
+}
+
+// EachWaiting calls each with every job that has a timer or a due
+// wake-up, as SERP_WORK's index of subjects says: a few requests that load
+// no message, however many jobs wait (a look-up per job costs a round
+// trip, and the server a block read, for each of millions of jobs waiting
+// for their slots).
+func (t *Timers) EachWaiting(ctx context.Context, each func(jobID string)) error {
+	for _, prefix := range []string{TimerSubjectPrefix, WorkSubjectPrefix} {
+		err := EachSubject(ctx, t.js, WorkStream, prefix+">", func(subject string) {
+			each(strings.TrimPrefix(subject, prefix))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Waiting reports whether a job has a timer or a due wake-up.
+func (t *Timers) Waiting(ctx context.Context, jobID string) (bool, error) {
+	return t.hasMessage(ctx, TimerSubjectPrefix+jobID, WorkSubjectPrefix+jobID)
+}
+
+// ScheduleArmed reports whether a recurring schedule has a timer or a due
+// wake-up.
+func (t *Timers) ScheduleArmed(ctx context.Context, id string) (bool, error) {
+	return t.hasMessage(ctx, ScheduleTimerPrefix+id, ScheduleDuePrefix+id)
+}
+
+// hasMessage reports whether SERP_WORK holds a message on any of subjects.
+func (t *Timers) hasMessage(ctx context.Context, subjects ...string) (bool, error) {
+	work, err := t.workStream(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, subj := range subjects {
+		_, err := work.GetLastMsgForSubject(ctx, subj)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, fmt.Errorf("nats: last message on %s: %w", subj, err)
+		}
+	}
+	return false, nil
+}
+
+// workStream looks SERP_WORK up once: a sweep may ask about many jobs.
+func (t *Timers) workStream(ctx context.Context) (jetstream.Stream, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.work == nil {
+		work, err := t.js.Stream(ctx, WorkStream)
+		if err != nil {
+			return nil, fmt.Errorf("nats: stream %s: %w", WorkStream, err)
+		}
+		t.work = work
+	}
+	return t.work, nil
 }

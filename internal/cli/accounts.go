@@ -97,7 +97,7 @@ func runAccounts(ctx context.Context, args []string, env func(string) string, st
 	default:
 		return fmt.Errorf("%w: accounts takes no arguments, or: set ACCOUNT [flags]", errUsage)
 	}
-	st, err := engine.AccountStatuses(ctx, js, time.Now())
+	st, err := accountStatuses(ctx, js, time.Now())
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,11 @@ func setLimits(ctx context.Context, js jetstream.JetStream, account string, fs *
 	if err := engine.ValidateAccount(account); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	stored, err := engine.ReadLimits(ctx, js, account)
+	kv, err := snats.OpenKV(ctx, js, snats.AccountsBucket)
+	if err != nil {
+		return err
+	}
+	stored, err := engine.ReadLimits(ctx, kv, account)
 	if err != nil {
 		return err
 	}
@@ -151,13 +155,23 @@ func setLimits(ctx context.Context, js jetstream.JetStream, account string, fs *
 	if err := lim.Validate(); err != nil {
 		return fmt.Errorf("%w: account %q: %v", errUsage, account, err)
 	}
-	if err := engine.ReplaceLimits(ctx, js, account, lim, stored.Revision); err != nil {
+	if err := engine.ReplaceLimits(ctx, kv, account, lim, stored.Revision); err != nil {
 		if errors.Is(err, engine.ErrLimitsChanged) {
 			return fmt.Errorf("%w: run serpent accounts set again", err)
 		}
 		return err
 	}
 	return nil
+}
+
+// accountStatuses reads every API account's limits and the state the
+// engines share in serp_accounts, at now.
+func accountStatuses(ctx context.Context, js jetstream.JetStream, now time.Time) ([]engine.AccountStatus, error) {
+	kv, err := snats.OpenKV(ctx, js, snats.AccountsBucket)
+	if err != nil {
+		return nil, err
+	}
+	return engine.AccountStatuses(ctx, kv, now)
 }
 
 func ofLimit(n, limit int) string {

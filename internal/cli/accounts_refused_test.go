@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/accounts"
@@ -63,7 +64,7 @@ func TestAccountsSetOverARefusedValue(t *testing.T) {
 				func(k string) string { return env[k] }, &stdout, &stderr)
 			require.NoError(t, err)
 			require.Contains(t, stderr.String(), "warning: key limits.team-b of bucket serp_accounts holds limits the engines refuse")
-			stored, err := engine.ReadLimits(context.Background(), srv.JS, "team-b")
+			stored, err := engine.ReadLimits(context.Background(), accountsKV(t, srv.JS), "team-b")
 			require.NoError(t, err)
 			require.NoError(t, stored.Refused)
 			require.Equal(t, accounts.Limits{MaxInFlight: 2}, stored.Limits, "the limits given alone")
@@ -91,7 +92,7 @@ func TestFileLimitsMendARefusedValue(t *testing.T) {
 	for _, c := range cleanup {
 		c()
 	}
-	stored, err := engine.ReadLimits(ctx, srv.JS, "team-b")
+	stored, err := engine.ReadLimits(ctx, accountsKV(t, srv.JS), "team-b")
 	require.NoError(t, err)
 	require.Equal(t, accounts.Limits{MaxInFlight: 2}, stored.Limits)
 	var warned bool
@@ -133,7 +134,7 @@ func TestRefusedLimitsShowUp(t *testing.T) {
 	srv := refusedBucket(t, `{"max_inflight":1}`)
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
 	require.NoError(t, err)
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w", time.Minute, nil, nil)
+	lim, err := engine.NewLimiter(ctx, accountsKV(t, srv.JS), "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
 	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
@@ -155,7 +156,7 @@ func TestRefusedLimitsShowUp(t *testing.T) {
 		return nil
 	})
 
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "team-b", accounts.Limits{MaxInFlight: 1}))
+	require.NoError(t, engine.SetLimits(ctx, accountsKV(t, srv.JS), "team-b", accounts.Limits{MaxInFlight: 1}))
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if _, ready := ops.readiness(ctx); !ready {
 			return errors.New("not ready once mended")
@@ -183,4 +184,12 @@ func TestRefusedLimitsShowUp(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// accountsKV is serp_accounts, as the engine reads it.
+func accountsKV(t testing.TB, js jetstream.JetStream) *snats.KV {
+	t.Helper()
+	kv, err := snats.OpenKV(context.Background(), js, snats.AccountsBucket)
+	require.NoError(t, err)
+	return kv
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/stretchr/testify/require"
 )
@@ -30,7 +31,7 @@ func TestAccountsCommand(t *testing.T) {
 
 	var jobs []string
 	for _, acct := range []string{"", "team-b"} {
-		msg, err := nc.Request(engine.ServicePrefix+".schedule", []byte(fmt.Sprintf(
+		msg, err := nc.Request(service.Prefix+".schedule", []byte(fmt.Sprintf(
 			`{"slot":"2026-12-02T14:00:00Z","query":"grinder %s","country":"US","language":"en","device":"mobile","account":%q}`, acct, acct)), 5*time.Second)
 		require.NoError(t, err)
 		require.Empty(t, msg.Header.Get(micro.ErrorCodeHeader), string(msg.Data))
@@ -38,7 +39,7 @@ func TestAccountsCommand(t *testing.T) {
 		require.NoError(t, json.Unmarshal(msg.Data, &s))
 		jobs = append(jobs, s.JobID)
 	}
-	msg, err := nc.Request(engine.ServicePrefix+".schedule",
+	msg, err := nc.Request(service.Prefix+".schedule",
 		[]byte(`{"slot":"2026-12-02T14:00:00Z","query":"q","country":"US","language":"en","device":"mobile","account":"team-z"}`), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
@@ -50,7 +51,7 @@ func TestAccountsCommand(t *testing.T) {
 
 	for _, j := range jobs {
 		natstest.WaitFor(t, 20*time.Second, func() error {
-			msg, err := nc.Request(engine.ServicePrefix+".status", []byte(j), 5*time.Second)
+			msg, err := nc.Request(service.Prefix+".status", []byte(j), 5*time.Second)
 			if err != nil {
 				return err
 			}

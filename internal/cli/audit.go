@@ -214,8 +214,8 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	rejected := map[uint64]string{} // command sequence: the rejection's reason
 	_, err := snats.NewLog(js, snats.RejectStream, snats.RejectSubjectPrefix+">").Read(ctx, 1, 0, 1024, func(msgs []snats.Message) error {
 		for _, m := range msgs {
-			if seq, err := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64); err == nil {
-				reason := m.Header.Get(engine.HeaderRejectReason)
+			if seq, err := strconv.ParseUint(m.Header.Get(snats.HeaderCommandSeq), 10, 64); err == nil {
+				reason := m.Header.Get(snats.HeaderRejectReason)
 				if reason == "" {
 					reason = strings.TrimPrefix(m.Subject, snats.RejectSubjectPrefix)
 				}

@@ -69,9 +69,9 @@ func TestAuditValidCommandRejectedForItsContent(t *testing.T) {
 	require.NoError(t, err)
 	for i, reason := range []string{engine.ReasonInvalidAccount, engine.ReasonMalformed} {
 		m := natsgo.NewMsg(snats.RejectSubjectPrefix + reason)
-		m.Header.Set(engine.HeaderRejectReason, reason)
-		m.Header.Set(engine.HeaderCommandSubject, snats.ScheduleSubject)
-		m.Header.Set(engine.HeaderCommandSeq, strconv.FormatUint(seqs[i], 10))
+		m.Header.Set(snats.HeaderRejectReason, reason)
+		m.Header.Set(snats.HeaderCommandSubject, snats.ScheduleSubject)
+		m.Header.Set(snats.HeaderCommandSeq, strconv.FormatUint(seqs[i], 10))
 		_, err := srv.JS.PublishMsg(ctx, m)
 		require.NoError(t, err)
 	}

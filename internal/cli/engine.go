@@ -21,7 +21,9 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/eventstore/group"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/serper"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
@@ -111,19 +113,16 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	schedules, err := engine.NewSchedules(ctx, js, timers, clock.Now, log)
+	schedules, err := openSchedules(ctx, js, timers, clock.Now, log)
 	if err != nil {
 		return err
 	}
 	schedules.CheckAccountsWith(eng.CheckAccount)
-	svc, err := eng.Service(ctx, nc)
+	svc, err := service.Start(ctx, nc, eng, schedules)
 	if err != nil {
 		return fmt.Errorf("micro service: %w", err)
 	}
 	cleanup = append(cleanup, func() { _ = svc.Stop() })
-	if err := engine.AddScheduleEndpoints(ctx, svc, schedules); err != nil {
-		return fmt.Errorf("micro service: %w", err)
-	}
 	// The fold of the log: the HTTP server shows it, and the sweep takes
 	// the jobs in flight from it. An engine that serves neither HTTP nor
 	// a periodic sweep stops it after the sweep at start.
@@ -199,15 +198,22 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 			stopLoops()
 		}()
 	}
-	loop("intake", func(ctx context.Context) error { return eng.RunIntake(ctx, js, intake, f.intakeConc) })
+	rejections := consume.NewRejections(js)
+	loop("intake", func(ctx context.Context) error {
+		return consume.Intake(ctx, eng, rejections, intake, consume.Options{Concurrency: f.intakeConc, Logger: log})
+	})
 	loop("work", func(ctx context.Context) error {
-		return eng.Run(ctx, work, engine.RunOptions{Concurrency: f.workers, Grace: f.grace})
+		return consume.Work(ctx, eng, work, consume.Options{Concurrency: f.workers, Grace: f.grace, Logger: log})
 	})
-	loop("schedule firing", func(ctx context.Context) error { return eng.RunFiring(ctx, schedules, firing) })
+	loop("schedule firing", func(ctx context.Context) error {
+		return consume.Firing(ctx, schedules, firing, consume.Options{Logger: log})
+	})
 	loop("schedule command", func(ctx context.Context) error {
-		return eng.RunScheduleCommands(ctx, schedules, js, scheduleCmds)
+		return consume.ScheduleCommands(ctx, eng, schedules, rejections, scheduleCmds, consume.Options{Logger: log})
 	})
-	loop("stray command", func(ctx context.Context) error { return eng.RunStrays(ctx, js, strays) })
+	loop("stray command", func(ctx context.Context) error {
+		return consume.Strays(ctx, eng, rejections, strays, consume.Options{Logger: log})
+	})
 	if proj != nil {
 		loop("projection", proj.Run)
 	}
@@ -227,6 +233,17 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	say("stopped")
 	return nil
+}
+
+// openSchedules returns the recurring schedules kept in serp_schedules,
+// their timers in SERP_WORK and their slots ordered on serp.cmd.schedule.
+func openSchedules(ctx context.Context, js jetstream.JetStream, timers *snats.Timers, now func() time.Time, log *slog.Logger) (*engine.Schedules, error) {
+	kv, err := snats.OpenKV(ctx, js, snats.SchedulesBucket)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewSchedules(engine.SchedulesConfig{Bucket: kv, Timers: timers, Orders: snats.NewOrders(js),
+		MaxPayload: js.Conn().MaxPayload(), Now: now, Logger: log})
 }
 
 // startAPI returns the API client: the real API when a token is given, else

@@ -18,6 +18,7 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 	"github.com/stretchr/testify/require"
@@ -201,9 +202,9 @@ func TestRunEndToEnd(t *testing.T) {
 			if err != nil {
 				break
 			}
-			cs, _ := strconv.ParseUint(m.Header.Get(engine.HeaderCommandSeq), 10, 64)
-			rejected[cs] = m.Header.Get(engine.HeaderRejectReason)
-			require.Equal(t, bad[string(m.Data)], m.Header.Get(engine.HeaderRejectReason), "payload kept byte for byte, with its reason")
+			cs, _ := strconv.ParseUint(m.Header.Get(snats.HeaderCommandSeq), 10, 64)
+			rejected[cs] = m.Header.Get(snats.HeaderRejectReason)
+			require.Equal(t, bad[string(m.Data)], m.Header.Get(snats.HeaderRejectReason), "payload kept byte for byte, with its reason")
 		}
 		if len(rejected) != len(bad) {
 			return fmt.Errorf("%d rejections recorded", len(rejected))
@@ -253,7 +254,7 @@ func TestRunStopsWhenALoopEnds(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorContains(t, err, "the work loop ended")
-		require.ErrorIs(t, err, engine.ErrConsumerGone)
+		require.ErrorIs(t, err, consume.ErrConsumerGone)
 	case <-time.After(30 * time.Second):
 		t.Fatal("serpent run went on without its work loop")
 	}

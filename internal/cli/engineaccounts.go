@@ -25,7 +25,11 @@ import (
 // "serpent accounts set" is not undone by a restart.
 func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string, js jetstream.JetStream, def *serper.Client,
 	now func() time.Time, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (map[string]engine.API, *engine.Limiter, error) {
-	lim, err := engine.NewLimiter(ctx, js, f.workerName(), f.policy.Lease.D(), now, log)
+	kv, err := snats.OpenKV(ctx, js, snats.AccountsBucket)
+	if err != nil {
+		return nil, nil, err
+	}
+	lim, err := engine.NewLimiter(ctx, kv, f.workerName(), f.policy.Lease.D(), now, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,7 +89,7 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 		}
 		out[d.Name] = client
 		if d.limits != nil {
-			if err := storeFileLimits(ctx, js, d.Name, *d.limits, log); err != nil {
+			if err := storeFileLimits(ctx, kv, d.Name, *d.limits, log); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -97,9 +101,9 @@ func (f *engineFlags) startAccounts(ctx context.Context, env func(string) string
 // storeFileLimits stores an account's limits from the --accounts file if
 // it has none stored, or if the stored ones are refused (with a warning
 // that names them): a refused value would hold the account's purchases.
-func storeFileLimits(ctx context.Context, js jetstream.JetStream, account string, lim accounts.Limits, log *slog.Logger) error {
+func storeFileLimits(ctx context.Context, kv engine.Bucket, account string, lim accounts.Limits, log *slog.Logger) error {
 	for range 3 {
-		stored, err := engine.ReadLimits(ctx, js, account)
+		stored, err := engine.ReadLimits(ctx, kv, account)
 		if err != nil {
 			return err
 		}
@@ -110,7 +114,7 @@ func storeFileLimits(ctx context.Context, js jetstream.JetStream, account string
 			log.Warn("accounts: the stored limits are refused; overwritten with those of the --accounts file", "account", account,
 				"bucket", snats.AccountsBucket, "key", stored.Key, "value", stored.Value, "err", stored.Refused)
 		}
-		err = engine.ReplaceLimits(ctx, js, account, lim, stored.Revision)
+		err = engine.ReplaceLimits(ctx, kv, account, lim, stored.Revision)
 		if !errors.Is(err, engine.ErrLimitsChanged) {
 			return err
 		}

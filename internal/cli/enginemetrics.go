@@ -6,7 +6,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/metrics"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
@@ -36,7 +35,7 @@ func eventLogLastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error
 
 // accountFigures reads the API accounts' shared state for the metrics.
 func accountFigures(ctx context.Context, js jetstream.JetStream, now time.Time) ([]metrics.Account, error) {
-	sts, err := engine.AccountStatuses(ctx, js, now)
+	sts, err := accountStatuses(ctx, js, now)
 	if err != nil {
 		return nil, err
 	}

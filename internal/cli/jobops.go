@@ -12,6 +12,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/nats/service"
 )
 
 func init() {
@@ -38,7 +39,7 @@ func runJobOp(ctx context.Context, op string, args []string, env func(string) st
 		fs.IntVar(&seen, "repurchases", -1, "the re-purchases the job's status showed when you decided (default: asked of the engine first); a repeat with the same number buys nothing more")
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: serpent %s JOB_ID [flags]\n\nAsks a running engine (the %q micro service) to %s the job. Flags:\n\n", op, engine.ServiceName, op)
+		fmt.Fprintf(fs.Output(), "Usage: serpent %s JOB_ID [flags]\n\nAsks a running engine (the %q micro service) to %s the job. Flags:\n\n", op, service.Name, op)
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -126,13 +127,13 @@ type jobView struct {
 func askEngine(ctx context.Context, nc *natsgo.Conn, op, jobID string, jr engine.JobRequest) (jobView, error) {
 	var view jobView
 	req, _ := json.Marshal(jr)
-	msg, err := askService(ctx, nc, op+" "+jobID, engine.ServicePrefix+"."+op, req)
+	msg, err := askService(ctx, nc, op+" "+jobID, service.Prefix+"."+op, req)
 	if err != nil {
 		return view, err
 	}
 	if err := json.Unmarshal(msg.Data, &view); err != nil {
 		return view, fmt.Errorf("%s: unreadable answer: %w", op, err)
 	}
-	view.countHonoured = msg.Header.Get(engine.HeaderRepurchaseCount) != ""
+	view.countHonoured = msg.Header.Get(service.HeaderRepurchaseCount) != ""
 	return view, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/service"
 )
 
 // TestRepurchaseAsksAgainOnlyWhereSafe: serpent repurchase repeats a
@@ -29,17 +30,17 @@ func TestRepurchaseAsksAgainOnlyWhereSafe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := natstest.RunServer(t)
 			nc, _ := natstest.Connect(t, srv.URL)
-			_, err := nc.Subscribe(engine.ServicePrefix+".status", func(m *natsgo.Msg) {
+			_, err := nc.Subscribe(service.Prefix+".status", func(m *natsgo.Msg) {
 				reply := natsgo.NewMsg(m.Reply)
 				reply.Data, _ = json.Marshal(map[string]any{"job_id": job, "status": "charged_no_result", "repurchases": 1})
 				if tc.honours {
-					reply.Header.Set(engine.HeaderRepurchaseCount, "1")
+					reply.Header.Set(service.HeaderRepurchaseCount, "1")
 				}
 				_ = m.RespondMsg(reply)
 			})
 			require.NoError(t, err)
 			var asked atomic.Int64
-			_, err = nc.Subscribe(engine.ServicePrefix+".repurchase", func(m *natsgo.Msg) {
+			_, err = nc.Subscribe(service.Prefix+".repurchase", func(m *natsgo.Msg) {
 				asked.Add(1) // and the answer is lost
 				var req engine.JobRequest
 				require.NoError(t, json.Unmarshal(m.Data, &req))

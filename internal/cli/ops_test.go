@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/stretchr/testify/require"
 )
@@ -58,13 +59,13 @@ func TestUpstreamAndOperatorPaths(t *testing.T) {
 	require.Contains(t, out, "not validated")
 
 	// The micro service: discoverable, and it answers status.
-	ping, err := nc.Request("$SRV.PING."+engine.ServiceName, nil, 5*time.Second)
+	ping, err := nc.Request("$SRV.PING."+service.Name, nil, 5*time.Second)
 	require.NoError(t, err)
 	var id micro.Ping
 	require.NoError(t, json.Unmarshal(ping.Data, &id))
-	require.Equal(t, engine.ServiceName, id.Name)
+	require.Equal(t, service.Name, id.Name)
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		msg, err := nc.Request(engine.ServicePrefix+".status", []byte(job), 5*time.Second)
+		msg, err := nc.Request(service.Prefix+".status", []byte(job), 5*time.Second)
 		if err != nil {
 			return err
 		}
@@ -80,24 +81,24 @@ func TestUpstreamAndOperatorPaths(t *testing.T) {
 	})
 
 	// Scheduling request-reply: the job id, or a JSON error naming the field.
-	msg, err := nc.Request(engine.ServicePrefix+".schedule",
+	msg, err := nc.Request(service.Prefix+".schedule",
 		[]byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"de","device":"desktop"}`), 5*time.Second)
 	require.NoError(t, err)
 	var sched engine.Scheduled
 	require.NoError(t, json.Unmarshal(msg.Data, &sched))
 	require.True(t, sched.Created)
-	msg, err = nc.Request(engine.ServicePrefix+".schedule", []byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"deutsch","device":"desktop"}`), 5*time.Second)
+	msg, err = nc.Request(service.Prefix+".schedule", []byte(`{"slot":"2026-12-02T16:00:00Z","query":"grinder","country":"DE","language":"deutsch","device":"desktop"}`), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
-	var serr engine.ServiceError
+	var serr service.ErrorBody
 	require.NoError(t, json.Unmarshal(msg.Data, &serr))
 	require.Equal(t, "invalid_language", serr.Reason)
-	msg, err = nc.Request(engine.ServicePrefix+".status", []byte("0123456789abcdef0123456789abcdef"), 5*time.Second)
+	msg, err = nc.Request(service.Prefix+".status", []byte("0123456789abcdef0123456789abcdef"), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "404", msg.Header.Get(micro.ErrorCodeHeader))
 	for _, bad := range []string{"Job 1", "a.b", "*"} { // not a job id: the caller's mistake, not the server's
 		for _, op := range []string{".status", ".cancel", ".repurchase"} {
-			msg, err = nc.Request(engine.ServicePrefix+op, []byte(bad), 5*time.Second)
+			msg, err = nc.Request(service.Prefix+op, []byte(bad), 5*time.Second)
 			require.NoError(t, err)
 			require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader), "%s %q", op, bad)
 		}

@@ -102,7 +102,7 @@ func TestOpsEndpoints(t *testing.T) {
 	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--log-level", "warn")
 	base := r.opsURL(t)
 	_, js := natstest.Connect(t, r.natsURL)
-	require.NoError(t, engine.SetLimits(context.Background(), js, "default", accounts.Limits{MaxInFlight: 3, DailyPages: 1000}))
+	require.NoError(t, engine.SetLimits(context.Background(), accountsKV(t, js), "default", accounts.Limits{MaxInFlight: 3, DailyPages: 1000}))
 	publishJobs(t, js, "ops", 5)
 	body := waitFinished(t, base, 5)
 
@@ -323,7 +323,7 @@ func TestAccountFiguresByTheEnginesClock(t *testing.T) {
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
 	require.NoError(t, err)
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "team-a", accounts.Limits{MaxInFlight: 2}))
+	require.NoError(t, engine.SetLimits(ctx, accountsKV(t, srv.JS), "team-a", accounts.Limits{MaxInFlight: 2}))
 	server := time.Now()
 	_, err = kv.Put(ctx, "slot.team-a.0", []byte(`{"worker":"w","job":"j","until":"`+server.Add(time.Minute).Format(time.RFC3339Nano)+`"}`))
 	require.NoError(t, err)

@@ -84,7 +84,7 @@ func (s opsSource) DayLedgers(ctx context.Context, days []string) (map[string]pr
 }
 
 func (s opsSource) Accounts(ctx context.Context, now time.Time) ([]httpops.Account, error) {
-	sts, err := engine.AccountStatuses(ctx, s.js, now)
+	sts, err := accountStatuses(ctx, s.js, now)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -107,14 +108,14 @@ func TestRolePermissions(t *testing.T) {
 	_, err := up.js.Publish(ctx, snats.ScheduleSubject,
 		[]byte(`{"slot":"2026-12-02T14:00:00Z","query":"espresso scale","country":"US","language":"en","device":"mobile"}`))
 	require.NoError(t, err, "upstream may publish schedule commands")
-	msg, err := up.nc.Request(engine.ServicePrefix+".schedule",
+	msg, err := up.nc.Request(service.Prefix+".schedule",
 		[]byte(`{"slot":"2026-12-02T15:00:00Z","query":"milk jug","country":"US","language":"en","device":"mobile"}`), 5*time.Second)
 	require.NoError(t, err)
 	var sched engine.Scheduled
 	require.NoError(t, json.Unmarshal(msg.Data, &sched))
 	require.Regexp(t, `^[0-9a-f]{32}$`, sched.JobID)
 	natstest.WaitFor(t, 30*time.Second, func() error {
-		msg, err := up.nc.Request(engine.ServicePrefix+".status", []byte(sched.JobID), 5*time.Second)
+		msg, err := up.nc.Request(service.Prefix+".status", []byte(sched.JobID), 5*time.Second)
 		if err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func TestRolePermissions(t *testing.T) {
 		"$JS.API.STREAM.UPDATE." + snats.EventStream,
 		"$JS.API.STREAM.MSG.DELETE." + snats.EventStream,
 		"$JS.API.CONSUMER.CREATE." + snats.WorkStream + ".steal",
-		engine.ServicePrefix + ".cancel",
+		service.Prefix + ".cancel",
 	} {
 		aud.refused(t, subject)
 	}

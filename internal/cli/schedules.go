@@ -12,6 +12,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/recurring"
 )
@@ -109,7 +110,7 @@ func runSchedules(ctx context.Context, args []string, env func(string) string, s
 	if op == "show" {
 		endpoint = "get"
 	}
-	subject := engine.ServicePrefix + ".schedules." + endpoint
+	subject := service.Prefix + ".schedules." + endpoint
 	nc, js, err := nf.connect(env, nil, "serpent schedules")
 	if err != nil {
 		return err

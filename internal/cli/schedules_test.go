@@ -13,6 +13,7 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/recurring"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +47,7 @@ func TestSchedulesCommand(t *testing.T) {
 	require.Contains(t, out, "active")
 
 	// More schedules than one answer holds are listed page by page.
-	sched, err := engine.NewSchedules(ctx, js, snats.NewTimers(js, nil), nil, nil)
+	sched, err := openSchedules(ctx, js, snats.NewTimers(js, nil), nil, nil)
 	require.NoError(t, err)
 	for i := range 130 {
 		_, err := sched.Create(ctx, recurring.Definition{ID: fmt.Sprintf("yearly-%03d", i), Schedule: "0 0 1 1 *",
@@ -65,7 +66,7 @@ func TestSchedulesCommand(t *testing.T) {
 		require.True(t, slices.ContainsFunc(all, func(r engine.Record) bool { return r.Definition.ID == id }), id)
 	}
 	nc, _ := natstest.Connect(t, r.natsURL)
-	msg, err := nc.Request(engine.ServicePrefix+".schedules.list", []byte(`{"after":"yearly-127","limit":5}`), 5*time.Second)
+	msg, err := nc.Request(service.Prefix+".schedules.list", []byte(`{"after":"yearly-127","limit":5}`), 5*time.Second)
 	require.NoError(t, err)
 	var page []engine.Record
 	require.NoError(t, json.Unmarshal(msg.Data, &page))
@@ -121,7 +122,7 @@ func TestSchedulesCommand(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		require.Contains(t, m.Header.Get(engine.HeaderRejectError), "5 fields")
+		require.Contains(t, m.Header.Get(snats.HeaderRejectError), "5 fields")
 		require.Contains(t, string(m.Data), `"id":"nope"`)
 		return nil
 	})

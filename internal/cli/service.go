@@ -7,7 +7,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/serpent-engine/serpent/engine"
+	"github.com/serpent-engine/serpent/nats/service"
 )
 
 // askService sends one request to the serpent micro service. No answer is
@@ -21,7 +21,7 @@ func askService(ctx context.Context, nc *natsgo.Conn, what, subject string, req 
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		why := msg.Header.Get(micro.ErrorHeader)
-		var body engine.ServiceError
+		var body service.ErrorBody
 		if json.Unmarshal(msg.Data, &body) == nil && body.Error != "" {
 			why = body.Error
 		}

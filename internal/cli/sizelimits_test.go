@@ -14,6 +14,7 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/service"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -34,10 +35,10 @@ func TestSizeLimits(t *testing.T) {
 	nc, js := natstest.Connect(t, r.natsURL)
 	big := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":%q,"country":"US","language":"en","device":"mobile"}`, strings.Repeat("x", engine.MaxCommandBytes))
 
-	msg, err := nc.Request(engine.ServicePrefix+".schedule", []byte(big), 5*time.Second)
+	msg, err := nc.Request(service.Prefix+".schedule", []byte(big), 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
-	var serr engine.ServiceError
+	var serr service.ErrorBody
 	require.NoError(t, json.Unmarshal(msg.Data, &serr))
 	require.Equal(t, engine.ReasonTooLarge, serr.Reason)
 	require.Contains(t, serr.Error, fmt.Sprintf("the limit is %d", engine.MaxCommandBytes))
@@ -54,7 +55,7 @@ func TestSizeLimits(t *testing.T) {
 			return err
 		}
 		require.Equal(t, big, string(m.Data), "the refused command is kept byte for byte")
-		require.Contains(t, m.Header.Get(engine.HeaderRejectError), "the limit is")
+		require.Contains(t, m.Header.Get(snats.HeaderRejectError), "the limit is")
 		return nil
 	})
 

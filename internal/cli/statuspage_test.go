@@ -96,7 +96,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		"--sandbox-config", sbCfg, "--base-delay", "20ms", "--max-delay", "200ms", "--log-level", "warn")
 	base := r.opsURL(t)
 	_, js := natstest.Connect(t, r.natsURL)
-	require.NoError(t, engine.SetLimits(context.Background(), js, "default", accounts.Limits{MaxInFlight: 4, DailyPages: 500, PriceMicros: 1000}))
+	require.NoError(t, engine.SetLimits(context.Background(), accountsKV(t, js), "default", accounts.Limits{MaxInFlight: 4, DailyPages: 500, PriceMicros: 1000}))
 	const jobs = 12
 	publishJobs(t, js, "espresso scale", jobs)
 	waitFinished(t, base, jobs)

@@ -149,7 +149,7 @@ func (s *sweeper) sweepSchedules(ctx context.Context) bool {
 // if the sweep failed.
 func (s *sweeper) sweepJobs(ctx context.Context, ids *projections.LiveJobs) bool {
 	began := time.Now()
-	rep, err := s.eng.SweepJobs(ctx, s.js, ids)
+	rep, err := s.eng.SweepJobs(ctx, snats.NewTimers(s.js, s.now), ids)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.count(metrics.SweepFailed)

@@ -93,7 +93,7 @@ func TestLaggingFoldTakesNoTurn(t *testing.T) {
 			require.NoError(t, err)
 			eng, err := engine.New(engine.Config{Name: "engine-lag", Store: st, API: noAPI{}, Timers: snats.NewTimers(srv.JS, nil)})
 			require.NoError(t, err)
-			schedules, err := engine.NewSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
+			schedules, err := openSchedules(ctx, srv.JS, snats.NewTimers(srv.JS, nil), time.Now, nil)
 			require.NoError(t, err)
 			tally := projections.NewTally().ForgetFinished() // told nothing of the log
 			if caughtUpOnce {

@@ -72,7 +72,7 @@ func TestFileLimitsKeepAnOperatorsChange(t *testing.T) {
 		}
 	}
 	limits := func() accounts.Limits {
-		stored, err := engine.ReadLimits(ctx, srv.JS, "team-c")
+		stored, err := engine.ReadLimits(ctx, accountsKV(t, srv.JS), "team-c")
 		require.NoError(t, err)
 		require.True(t, stored.Found)
 		require.NoError(t, stored.Refused)

@@ -8,10 +8,10 @@
 // Each task (one delivery of a due job, or of a command, to one worker
 // process) runs the code production runs for it: Engine.HandleWork for a
 // wake-up on serp.work.<job>, Engine.HandleCommand for a command on
-// serp.cmd.schedule and Engine.HandleStray for one on a subject nothing
-// reads (refused ones recorded through the task's worker.Rejections).
-// The delivery is a jetstream.Msg of the sim's (simMsg): its subject, its
-// payload, its metadata (stream sequence, delivery count, and when the
+// serp.cmd.schedule and consume.HandleStray for one on a subject nothing
+// reads (refused ones recorded through the task's engine.Rejections).
+// The delivery is an engine.Msg of the sim's (simMsg): its subject, its
+// payload, its place (stream sequence, delivery count, and when the
 // server stored it, by the server's clock, which may run ahead of the
 // workers': Config.ServerAhead), and its settlements (ack, term, nak with
 // its delay, keep-alives) go to the sim's model of the consumers. A

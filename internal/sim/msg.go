@@ -1,19 +1,16 @@
 package sim
 
 import (
-	"context"
-	"fmt"
+	"errors"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // simMsg is one delivery of a message of the world's queue to one task, as
 // the engine's delivery handlers (engine.Engine.HandleWork and
-// HandleCommand) get it from JetStream. Its settlements go to the queue
+// HandleCommand) get it from JetStream (engine.Msg). Its settlements go to the queue
 // through the scheduler (a yield at ptAck, where an acknowledgement may be
 // lost or late, or the process die); its keep-alives restart the ack wait
 // unless the delivery's keep-alives are lost.
@@ -31,7 +28,11 @@ type simMsg struct {
 	acked bool
 }
 
-var _ jetstream.Msg = (*simMsg)(nil)
+var _ engine.Msg = (*simMsg)(nil)
+
+// errSettled is a second settlement of one delivery, which JetStream's
+// client refuses.
+var errSettled = errors.New("sim: the delivery is settled already")
 
 // stream is the stream the message is on.
 func (m *simMsg) stream() string {
@@ -41,18 +42,11 @@ func (m *simMsg) stream() string {
 	return snats.WorkStream
 }
 
-// Metadata is the message's JetStream metadata: its sequence on its
-// stream, this delivery's count and number (the task's: the world's
-// deliveries in order), and when the message was stored (a wake-up: when
-// its timer fired), by the world's one clock.
-func (m *simMsg) Metadata() (*jetstream.MsgMetadata, error) {
-	return &jetstream.MsgMetadata{
-		Sequence:     jetstream.SequencePair{Stream: m.t.msg.seq, Consumer: uint64(m.t.id)},
-		NumDelivered: m.delivered,
-		Timestamp:    m.t.msg.stored,
-		Stream:       m.stream(),
-		Consumer:     "sim",
-	}, nil
+// Info is where the message is: its sequence on its stream, this
+// delivery's count, and when the message was stored (a wake-up: when its
+// timer fired), by the world's one clock.
+func (m *simMsg) Info() (engine.MsgInfo, error) {
+	return engine.MsgInfo{Stream: m.stream(), Seq: m.t.msg.seq, Delivered: m.delivered, Stored: m.t.msg.stored}, nil
 }
 
 // Data is a command's payload; a wake-up has none.
@@ -63,8 +57,6 @@ func (m *simMsg) Data() []byte {
 	return nil
 }
 
-func (m *simMsg) Headers() natsgo.Header { return natsgo.Header{} }
-
 // Subject is serp.work.<job> for a wake-up, the command's subject for a
 // command.
 func (m *simMsg) Subject() string {
@@ -74,23 +66,15 @@ func (m *simMsg) Subject() string {
 	return snats.WorkSubjectPrefix + m.t.msg.job
 }
 
-// Reply is the acknowledgement subject JetStream would give the delivery.
-func (m *simMsg) Reply() string {
-	return fmt.Sprintf("$JS.ACK.%s.sim.%d.%d.%d.%d.0", m.stream(), m.delivered, m.t.msg.seq, m.t.id, m.t.msg.stored.UnixNano())
-}
-
 func (m *simMsg) Ack() error                         { return m.settle(ack, 0) }
-func (m *simMsg) DoubleAck(context.Context) error    { return m.settle(ack, 0) }
-func (m *simMsg) Nak() error                         { return m.settle(nak, 0) }
 func (m *simMsg) NakWithDelay(d time.Duration) error { return m.settle(nak, d) }
 func (m *simMsg) Term() error                        { return m.settle(term, 0) }
-func (m *simMsg) TermWithReason(string) error        { return m.settle(term, 0) }
 
 // InProgress restarts the delivery's ack wait, unless its keep-alives are
 // lost, or its process is dead or paused (a paused process sends nothing).
 func (m *simMsg) InProgress() error {
 	if m.acked {
-		return jetstream.ErrMsgAlreadyAckd
+		return errSettled
 	}
 	if m.lostKeepAlive {
 		return nil // sent, never arrived
@@ -109,7 +93,7 @@ func (m *simMsg) InProgress() error {
 // JetStream's fire-and-forget acknowledgements; a dead process's is.
 func (m *simMsg) settle(how settlement, delay time.Duration) error {
 	if m.acked {
-		return jetstream.ErrMsgAlreadyAckd
+		return errSettled
 	}
 	if !m.w.settle(m.t, how, delay) {
 		return errDead

@@ -8,6 +8,7 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 )
 
 // settlement is how a task settles its delivery.
@@ -20,8 +21,8 @@ const (
 )
 
 // handleWork is one delivery of a due job, handled as the engine's work
-// consumer handles it: engine.Engine.HandleWork, with the delivery as a
-// jetstream.Msg (simMsg). A pluggable Stepper (the naive comparison) is
+// consumer handles it: engine.Engine.HandleWork, with the delivery as an
+// engine.Msg (simMsg). A pluggable Stepper (the naive comparison) is
 // not an engine: it is stepped as the engine used to be (stepWith).
 func (w *World) handleWork(t *task, m *simMsg) {
 	defer w.finish(t)
@@ -30,7 +31,7 @@ func (w *World) handleWork(t *task, m *simMsg) {
 		w.stepWith(w.NewStepper(p), t, m, p)
 		return
 	}
-	w.engine(t, p).HandleWork(t.ctx, m, engine.RunOptions{RetryDelay: w.cfg.RetryDelay})
+	w.engine(t, p).HandleWork(t.ctx, t.msg.job, m)
 }
 
 // stepWith handles a delivery of a due job with a Stepper that is not the
@@ -57,9 +58,9 @@ func (w *World) stepWith(st Stepper, t *task, m *simMsg, p Ports) {
 }
 
 // handleCommand is one delivery of a command, handled as the engine's
-// intake handles it: engine.Engine.HandleCommand (HandleStray for a
-// subject the intake does not read), with the delivery as a
-// jetstream.Msg and SERP_REJECTED as the task's taskRejections. With a
+// intake handles it: engine.Engine.HandleCommand (consume.HandleStray
+// for a subject the intake does not read), with the delivery as an
+// engine.Msg and SERP_REJECTED as the task's taskRejections. With a
 // pluggable Stepper the command only becomes a job (scheduleWith): the
 // naive worker does the rest.
 func (w *World) handleCommand(t *task, m *simMsg) {
@@ -72,7 +73,7 @@ func (w *World) handleCommand(t *task, m *simMsg) {
 	if m.Subject() != snats.ScheduleSubject {
 		// Not the intake's (it reads serp.cmd.schedule alone): the
 		// serpent-strays consumer's.
-		eng.HandleStray(t.ctx, taskRejections{w, t}, m)
+		consume.HandleStray(t.ctx, eng, taskRejections{w, t}, m)
 		return
 	}
 	eng.HandleCommand(t.ctx, taskRejections{w, t}, m)
@@ -133,7 +134,7 @@ func (w *World) settle(t *task, how settlement, delay time.Duration) bool {
 func (w *World) engine(t *task, p Ports) *engine.Engine {
 	eng, err := engine.New(engine.Config{
 		Name: p.Name, Store: p.Store, API: p.API, Timers: p.Timers, Hooks: p.Hooks,
-		Policy: w.cfg.Policy, Now: time.Now, IDs: p.IDs,
+		Policy: w.cfg.Policy, Now: time.Now, IDs: p.IDs, RetryDelay: w.cfg.RetryDelay,
 	})
 	if err != nil {
 		panic(err) // the config was validated

@@ -1,4 +1,4 @@
-package engine
+package service
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func TestAnAnswerTooBigIsAnError(t *testing.T) {
 	r := &refusingRequest{}
 	respond(r, []string{"a", "b"})
 	require.Equal(t, "500", r.code)
-	var body ServiceError
+	var body ErrorBody
 	require.NoError(t, json.Unmarshal(r.data, &body))
 	require.Contains(t, body.Error, "maximum payload exceeded")
 }

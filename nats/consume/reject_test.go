@@ -1,10 +1,9 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
@@ -35,11 +33,13 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 	l.start(eng, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	schedules, err := engine.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
+	schedules, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil)
 	require.NoError(t, err)
 	cmds, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.ScheduleAdminConsumer)
 	require.NoError(t, err)
-	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
+	l.goRun(func(ctx context.Context) {
+		_ = consume.ScheduleCommands(ctx, eng, schedules, consume.NewRejections(l.srv.JS), cmds, consume.Options{})
+	})
 
 	big := `{"query":"` + strings.Repeat("x", int(l.srv.JS.Conn().MaxPayload())-200) + `"}`
 	l.publish(big)
@@ -57,8 +57,8 @@ func TestCommandsThatCannotBeRecordedWhole(t *testing.T) {
 	rec, err := st.GetLastMsgForSubject(ctx, snats.RejectSubjectPrefix+engine.ReasonTooLarge)
 	require.NoError(t, err)
 	sum := sha256.Sum256([]byte(big))
-	require.Equal(t, strconv.Itoa(len(big)), rec.Header.Get(engine.HeaderCommandBytes))
-	require.Equal(t, hex.EncodeToString(sum[:]), rec.Header.Get(engine.HeaderCommandSHA256))
+	require.Equal(t, strconv.Itoa(len(big)), rec.Header.Get(snats.HeaderCommandBytes))
+	require.Equal(t, hex.EncodeToString(sum[:]), rec.Header.Get(snats.HeaderCommandSHA256))
 	require.True(t, strings.HasPrefix(big, string(rec.Data)))
 	require.Less(t, len(rec.Data), len(big))
 	for _, name := range []string{snats.IntakeConsumer, snats.ScheduleAdminConsumer} {
@@ -87,7 +87,9 @@ func TestCommandsOnUnknownSubjects(t *testing.T) {
 	t.Cleanup(cancel)
 	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
 	require.NoError(t, err)
-	l.goRun(func(ctx context.Context) { _ = eng.RunStrays(ctx, l.srv.JS, strays) })
+	l.goRun(func(ctx context.Context) {
+		_ = consume.Strays(ctx, eng, consume.NewRejections(l.srv.JS), strays, consume.Options{})
+	})
 	for _, subj := range []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules", snats.ScheduleOpPrefix + "pause"} {
 		_, err := l.srv.JS.Publish(ctx, subj, []byte(cmdFor(1)))
 		require.NoError(t, err)
@@ -99,8 +101,8 @@ func TestCommandsOnUnknownSubjects(t *testing.T) {
 	require.NoError(t, err)
 	rec, err := st.GetLastMsgForSubject(ctx, snats.RejectSubjectPrefix+engine.ReasonUnknownSubject)
 	require.NoError(t, err)
-	require.Contains(t, []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules"}, rec.Header.Get(engine.HeaderCommandSubject))
-	require.Contains(t, rec.Header.Get(engine.HeaderRejectError), "schedule commands go on serp.cmd.schedule")
+	require.Contains(t, []string{"serp.cmd.schedul", "serp.cmd.schedule.v2", "serp.cmd.schedules"}, rec.Header.Get(snats.HeaderCommandSubject))
+	require.Contains(t, rec.Header.Get(snats.HeaderRejectError), "schedule commands go on serp.cmd.schedule")
 	require.Equal(t, cmdFor(1), string(rec.Data))
 	l.waitTerminal([]string{jobFor(t, cmdFor(2))}, 20*time.Second)
 }
@@ -126,9 +128,11 @@ func TestScheduleDeleteDeliveredAgain(t *testing.T) {
 	require.NoError(t, err)
 
 	eng := l.engine("w", engine.Hooks{})
-	schedules, err := engine.NewSchedules(ctx, l.srv.JS, snats.NewTimers(l.srv.JS, nil), nil, nil)
+	schedules, err := l.newSchedules(snats.NewTimers(l.srv.JS, nil), nil)
 	require.NoError(t, err)
-	l.goRun(func(ctx context.Context) { _ = eng.RunScheduleCommands(ctx, schedules, l.srv.JS, cmds) })
+	l.goRun(func(ctx context.Context) {
+		_ = consume.ScheduleCommands(ctx, eng, schedules, consume.NewRejections(l.srv.JS), cmds, consume.Options{})
+	})
 	l.waitSettled(snats.ScheduleAdminConsumer)
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + "no_such_schedule": 1}, l.rejections(), "only the delete of a schedule that never was")
 }
@@ -165,59 +169,20 @@ func TestCommandsParsedStrictly(t *testing.T) {
 	require.Equal(t, "invalid_slot", ve.Reason())
 }
 
-// TestAmbiguousCommandAnEarlierEngineTook: during an upgrade, a command
-// with a field named twice (which this version refuses) may have been
-// made a job by an engine of the earlier version (which read the last
-// value) before it is delivered again here: it stays that job, and is not
-// rejected as well. The same command nobody made a job of is rejected.
-func TestAmbiguousCommandAnEarlierEngineTook(t *testing.T) {
-	l := setupLive(t, sandbox.Faults{})
-	ctx := context.Background()
-	ambiguous := func(q string) string {
-		return `{"slot":"2026-12-02T14:00:00Z","query":"first","query":"` + q + `","country":"US","language":"en","device":"mobile"}`
-	}
-	took, refused := ambiguous("taken earlier"), ambiguous("never taken")
-	ack, err := l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(took))
-	require.NoError(t, err)
-	_, err = l.srv.JS.Publish(ctx, snats.ScheduleSubject, []byte(refused))
-	require.NoError(t, err)
-
-	// The earlier engine's job: Go's decoder kept the last value.
-	var c aggregate.ScheduleCommand
-	require.NoError(t, json.Unmarshal([]byte(took), &c))
-	sched, err := aggregate.NewSchedule(c, l.policy, fmt.Sprintf("%s:%d", snats.CommandStream, ack.Sequence))
-	require.NoError(t, err)
-	evs, err := aggregate.Decide(aggregate.State{}, sched, time.Now(), engine.NewIDs(time.Now))
-	require.NoError(t, err)
-	_, err = l.store.Append(ctx, sched.JobID, 0, evs...)
-	require.NoError(t, err)
-
-	eng := l.engine("w", engine.Hooks{})
-	l.start(eng, 1)
-	states := l.waitTerminal([]string{sched.JobID}, 20*time.Second)
-	require.Equal(t, aggregate.StatusSucceeded, states[sched.JobID].Status)
-	// A request to the micro service is never delivered again: the same
-	// bytes are refused there, the job existing or not.
-	_, err = eng.Schedule(ctx, []byte(took), "micro:serpent.schedule")
-	var rej *engine.RejectError
-	require.ErrorAs(t, err, &rej)
-	require.Equal(t, engine.ReasonMalformed, rej.Reason)
-	l.waitSettled(snats.IntakeConsumer)
-	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonMalformed: 1}, l.rejections(), "only the command nobody took")
-}
-
 // flakyRejections fails its first fails records, then passes the rest
-// to the stream.
+// on; it counts the records asked for.
 type flakyRejections struct {
 	engine.Rejections
 	fails atomic.Int32
+	asked atomic.Int32
 }
 
-func (f *flakyRejections) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+func (f *flakyRejections) Reject(ctx context.Context, r engine.Rejection) error {
+	f.asked.Add(1)
 	if f.fails.Add(-1) >= 0 {
-		return nil, errors.New("no responders")
+		return errors.New("no responders")
 	}
-	return f.Rejections.PublishMsg(ctx, m, opts...)
+	return f.Rejections.Reject(ctx, r)
 }
 
 // TestStrayRecordedWhenItsRecordFailedOnce: a command on a subject
@@ -227,32 +192,23 @@ func (f *flakyRejections) PublishMsg(ctx context.Context, m *natsgo.Msg, opts ..
 func TestStrayRecordedWhenItsRecordFailedOnce(t *testing.T) {
 	l := setupLive(t, sandbox.Faults{})
 	eng := l.engine("w", engine.Hooks{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx := context.Background()
 	strays, err := snats.Consumer(ctx, l.srv.JS, snats.CommandStream, snats.StrayConsumer)
 	require.NoError(t, err)
+	rec := &flakyRejections{Rejections: consume.NewRejections(l.srv.JS)}
+	rec.fails.Store(1)
+	l.goRun(func(ctx context.Context) { _ = consume.Strays(ctx, eng, rec, strays, consume.Options{}) })
 	_, err = l.srv.JS.Publish(ctx, "serp.cmd.schedul", []byte(cmdFor(1)))
 	require.NoError(t, err)
 
-	rec := &flakyRejections{Rejections: l.srv.JS}
-	rec.fails.Store(1)
-	deliveries := 0
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		batch, err := strays.FetchNoWait(1)
-		if err != nil {
-			return err
-		}
-		for m := range batch.Messages() {
-			deliveries++
-			eng.HandleStray(ctx, rec, m)
-		}
 		if got := l.rejections(); got[snats.RejectSubjectPrefix+engine.ReasonUnknownSubject] != 1 {
-			return fmt.Errorf("after %d deliveries, rejections %v", deliveries, got)
+			return fmt.Errorf("after %d records asked for, rejections %v", rec.asked.Load(), got)
 		}
 		return nil
 	})
-	require.Equal(t, 2, deliveries, "refused once, recorded on its second delivery")
 	l.waitSettled(snats.StrayConsumer)
+	require.EqualValues(t, 2, rec.asked.Load(), "refused once, recorded on its second delivery")
 	require.Equal(t, map[string]int{snats.RejectSubjectPrefix + engine.ReasonUnknownSubject: 1}, l.rejections())
 }
 

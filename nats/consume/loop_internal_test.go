@@ -1,4 +1,4 @@
-package engine
+package consume
 
 import (
 	"bytes"
@@ -18,12 +18,12 @@ import (
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
-// TestConsumeKeepsItsHandlers: consume runs at most concurrency handlers
+// TestLoopKeepsItsHandlers: a loop runs at most concurrency handlers
 // at once, hands every delivery to one, and runs them on goroutines that
 // stay for the next delivery: 200 deliveries through 4 slots run on at
 // most 4 goroutines. Once ctx ends it returns with every handler gone
 // (the package's leak check).
-func TestConsumeKeepsItsHandlers(t *testing.T) {
+func TestLoopKeepsItsHandlers(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
 	_, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}})
@@ -35,7 +35,7 @@ func TestConsumeKeepsItsHandlers(t *testing.T) {
 	}
 	cons, err := srv.JS.CreateConsumer(ctx, "T", jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
-	e := &Engine{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	var (
 		mu         sync.Mutex
@@ -49,7 +49,7 @@ func TestConsumeKeepsItsHandlers(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- e.consume(runCtx, cons, concurrency, 5*time.Second, func(_ context.Context, msg jetstream.Msg) {
+		done <- loop(runCtx, cons, concurrency, 5*time.Second, log, func(_ context.Context, msg jetstream.Msg) {
 			mu.Lock()
 			running++
 			most = max(most, running)

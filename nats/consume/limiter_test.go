@@ -1,10 +1,8 @@
-package engine_test
+package consume_test
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/serpent-engine/serpent/accounts"
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
@@ -107,7 +104,7 @@ func setupLimited(t *testing.T, cfg sandbox.Config) (*live, *metered) {
 }
 
 func (l *live) limitedEngine(name string, starve time.Duration) *engine.Engine {
-	lim, err := engine.NewLimiter(context.Background(), l.srv.JS, name, l.policy.Lease.D(), nil, nil)
+	lim, err := engine.NewLimiter(context.Background(), l.accounts(), name, l.policy.Lease.D(), nil, nil)
 	require.NoError(l.t, err)
 	l.t.Cleanup(lim.Close)
 	eng, err := engine.New(engine.Config{Name: name, Store: l.store, API: l.client, Timers: snats.NewTimers(l.srv.JS, nil),
@@ -117,7 +114,7 @@ func (l *live) limitedEngine(name string, starve time.Duration) *engine.Engine {
 }
 
 func (l *live) setLimits(lim accounts.Limits) {
-	require.NoError(l.t, engine.SetLimits(context.Background(), l.srv.JS, "", lim))
+	require.NoError(l.t, engine.SetLimits(context.Background(), l.accounts(), "", lim))
 }
 
 // TestLimitsHoldAcrossWorkers: three engines, each with its own limiter and
@@ -200,12 +197,12 @@ func TestDailyBudget(t *testing.T) {
 	}
 	// Job 0 (its resend) and two new purchases fit in three pages.
 	natstest.WaitFor(t, 30*time.Second, waitCounts(3, 3))
-	st, err := engine.AccountStatuses(ctx, l.srv.JS, time.Now())
+	st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 	require.NoError(t, err)
 	require.Len(t, st, 1)
 	require.Equal(t, 3, st[0].SpentToday.Pages)
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.srv.JS, time.Now())
+		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) != 1 || st[0].WaitingWhy[engine.WaitBudget] != 3 {
 			return fmt.Errorf("waiting: %+v %v", st, err)
 		}
@@ -234,7 +231,7 @@ func TestRateLimitStorm(t *testing.T) {
 		jobs = append(jobs, jobFor(t, cmdFor(i)))
 	}
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		st, err := engine.AccountStatuses(context.Background(), l.srv.JS, time.Now())
+		st, err := engine.AccountStatuses(context.Background(), l.accounts(), time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
 			return fmt.Errorf("not paused yet")
 		}
@@ -320,7 +317,7 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 	l, m := setupLimited(t, sandbox.Config{})
 	ctx := context.Background()
 	eng := l.limitedEngine("a", time.Minute)
-	pauser, err := engine.NewLimiter(ctx, l.srv.JS, "pauser", l.policy.Lease.D(), nil, nil)
+	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(pauser.Close)
 	var jobs []string
@@ -333,7 +330,7 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 	// the engine's start.
 	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.srv.JS, time.Now())
+		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
 			return fmt.Errorf("not paused yet")
 		}
@@ -371,7 +368,7 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	l, _ := setupLimited(t, sandbox.Config{})
 	ctx := context.Background()
-	pauser, err := engine.NewLimiter(ctx, l.srv.JS, "pauser", l.policy.Lease.D(), nil, nil)
+	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(pauser.Close)
 	a := l.limitedEngine("a", time.Minute)
@@ -385,7 +382,7 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	// the engine's start and its end.
 	pauser.Pause(ctx, "", time.Now().Add(4*time.Second), "test")
 	natstest.WaitFor(t, 10*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.srv.JS, time.Now())
+		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
 			return fmt.Errorf("not paused yet")
 		}
@@ -421,103 +418,6 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	info, err = work.Info(ctx)
 	require.NoError(t, err)
 	require.Equal(t, written, info.State.LastSeq, "no timer written for the held wake-ups")
-}
-
-// TestWaitingValuesDoNotAccumulate: every engine writes who waits for what
-// under a key of its own name (host and pid); a limiter deletes its own
-// when it stops, and deletes those left an hour ago by workers that were
-// killed, so serp_accounts does not grow with every restart.
-func TestWaitingValuesDoNotAccumulate(t *testing.T) {
-	srv := natstest.RunServer(t)
-	ctx := context.Background()
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	kv, err := srv.JS.KeyValue(ctx, snats.AccountsBucket)
-	require.NoError(t, err)
-	put := func(key string, at time.Time) {
-		b, err := json.Marshal(engine.WaitingValue{Worker: key, Jobs: 1, ByReason: map[string]int{engine.WaitInFlight: 1}, At: at})
-		require.NoError(t, err)
-		_, err = kv.Put(ctx, key, b)
-		require.NoError(t, err)
-	}
-	put("wait.default.killed-long-ago", time.Now().Add(-2*time.Hour))
-	put("wait.default.another-engine", time.Now())
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 1}))
-
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w1", time.Minute, nil, nil)
-	require.NoError(t, err)
-	gone := func(key string) func() error {
-		return func() error {
-			if _, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
-				return fmt.Errorf("%s still there (%v)", key, err)
-			}
-			return nil
-		}
-	}
-	natstest.WaitFor(t, 10*time.Second, gone("wait.default.killed-long-ago"))
-	_, err = kv.Get(ctx, "wait.default.another-engine")
-	require.NoError(t, err, "a live engine's value is kept")
-
-	// A job held back makes the limiter write its own value.
-	p, err := lim.Acquire(ctx, engine.Request{JobID: "a"})
-	require.NoError(t, err)
-	defer p.Done(ctx, false, true, 0)
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		_, _ = lim.Acquire(ctx, engine.Request{JobID: "b"}) // held back: the one slot is taken
-		_, err := kv.Get(ctx, "wait.default.w1")
-		return err
-	})
-	lim.Close()
-	require.NoError(t, gone("wait.default.w1")(), "deleted when the limiter stops")
-}
-
-// TestSlotKeptWhileTheSearchMayRun: a search whose outcome is unknown may
-// still run at the API, so its slot stays taken (another job waits) until
-// the job's resend of the key takes it over; a resend that never leaves,
-// or whose answer says nothing of the first search, gives that hold back;
-// an answer that ends the key's search frees it.
-func TestSlotKeptWhileTheSearchMayRun(t *testing.T) {
-	srv := natstest.RunServer(t)
-	ctx := context.Background()
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	require.NoError(t, engine.SetLimits(ctx, srv.JS, "", accounts.Limits{MaxInFlight: 1}))
-	lim, err := engine.NewLimiter(ctx, srv.JS, "w1", time.Minute, nil, nil)
-	require.NoError(t, err)
-	t.Cleanup(lim.Close)
-
-	p, err := lim.Acquire(ctx, engine.Request{JobID: "a"})
-	require.NoError(t, err)
-	p.MayStillRun() // a timeout: the search may be running
-	p.Done(ctx, false, false, 0)
-	_, err = lim.Acquire(ctx, engine.Request{JobID: "b"})
-	var te *engine.ThrottledError
-	require.ErrorAs(t, err, &te, "the unknown search still counts in flight")
-	require.Equal(t, engine.WaitInFlight, te.Reason)
-
-	again, err := lim.Acquire(ctx, engine.Request{JobID: "a", Resend: true})
-	require.NoError(t, err, "the key's resend takes its own slot over")
-	again.Unused(ctx) // the resend never left: the first search's hold comes back
-	_, err = lim.Acquire(ctx, engine.Request{JobID: "b"})
-	require.ErrorAs(t, err, &te, "the first search may still run")
-
-	again, err = lim.Acquire(ctx, engine.Request{JobID: "a", Resend: true})
-	require.NoError(t, err)
-	again.Done(ctx, false, true, 0) // 429: this resend did not run, the first may
-	_, err = lim.Acquire(ctx, engine.Request{JobID: "b"})
-	require.ErrorAs(t, err, &te, "an answer that says nothing of the first search keeps its hold")
-
-	// Two deliveries of the job at once: the second takes the slot over
-	// from the first and gives it back (it lost the claim); the first's
-	// result still frees it.
-	first, err := lim.Acquire(ctx, engine.Request{JobID: "a", Resend: true})
-	require.NoError(t, err)
-	second, err := lim.Acquire(ctx, engine.Request{JobID: "a", Resend: true})
-	require.NoError(t, err)
-	second.Unused(ctx)
-	first.SearchOver() // a result: the key's search has ended
-	first.Done(ctx, true, true, 1)
-	p, err = lim.Acquire(ctx, engine.Request{JobID: "b"})
-	require.NoError(t, err, "the slot is free once the key's search is over")
-	p.Done(ctx, true, true, 1)
 }
 
 // TestInFlightCapHoldsThroughTimeouts: an account allows one search at a

@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func TestSlowEngineClockFiresEachSlotOnce(t *testing.T) {
 	ctx := context.Background()
 	slow := func() time.Time { return time.Now().Add(-1200 * time.Millisecond) }
 	timers := &countedScheduleTimers{ScheduleTimers: snats.NewTimers(l.srv.JS, slow)}
-	s, err := engine.NewSchedules(ctx, l.srv.JS, timers, slow, nil)
+	s, err := l.newSchedules(timers, slow)
 	require.NoError(t, err)
 	_, err = s.Create(ctx, espresso("skewed", "@every 2s"))
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
+	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 	"github.com/serpent-engine/serpent/serper"
@@ -67,7 +68,8 @@ func setupLiveAckWait(t *testing.T, faults sandbox.Faults, ackWait time.Duration
 
 func (l *live) engine(name string, hooks engine.Hooks) *engine.Engine {
 	eng, err := engine.New(engine.Config{Name: name, Store: l.store, API: l.client,
-		Timers: snats.NewTimers(l.srv.JS, nil), Policy: l.policy, Hooks: hooks, ReconcileRetry: 100 * time.Millisecond})
+		Timers: snats.NewTimers(l.srv.JS, nil), Policy: l.policy, Hooks: hooks, ReconcileRetry: 100 * time.Millisecond,
+		RetryDelay: 50 * time.Millisecond})
 	require.NoError(l.t, err)
 	return eng
 }
@@ -82,10 +84,13 @@ func (l *live) start(eng *engine.Engine, concurrency int) (stop func()) {
 	require.NoError(l.t, err)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.RunIntake(ctx, l.srv.JS, intake, 64) }()
 	go func() {
 		defer wg.Done()
-		_ = eng.Run(ctx, work, engine.RunOptions{Concurrency: concurrency, Grace: 5 * time.Second, RetryDelay: 50 * time.Millisecond})
+		_ = consume.Intake(ctx, eng, consume.NewRejections(l.srv.JS), intake, consume.Options{Concurrency: 64})
+	}()
+	go func() {
+		defer wg.Done()
+		_ = consume.Work(ctx, eng, work, consume.Options{Concurrency: concurrency, Grace: 5 * time.Second})
 	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
@@ -118,6 +123,13 @@ func (l *live) waitSettled(consumers ...string) {
 			return nil
 		})
 	}
+}
+
+// accounts is serp_accounts, as the engine reads it.
+func (l *live) accounts() *snats.KV {
+	kv, err := snats.OpenKV(context.Background(), l.srv.JS, snats.AccountsBucket)
+	require.NoError(l.t, err)
+	return kv
 }
 
 func (l *live) publish(payload string) {
@@ -272,10 +284,10 @@ func TestTimersSurviveARestartAndTheSweepRepairsLostOnes(t *testing.T) {
 
 	l.srv.Restart(t)
 	inFlight := []string{out.JobID, lost.JobID}
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf(inFlight))
+	rep, err := eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf(inFlight))
 	require.NoError(t, err)
 	require.Equal(t, engine.SweepReport{Jobs: 2, Live: 2, Rearmed: 1}, rep)
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf(inFlight))
+	rep, err = eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf(inFlight))
 	require.NoError(t, err)
 	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
 
@@ -315,12 +327,12 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	_, err = l.srv.JS.Publish(ctx, snats.EventSubjectPrefix+corrupt, []byte("not an event"))
 	require.NoError(t, err)
 
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf([]string{corrupt, "not a job", kept, lost}))
+	rep, err := eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf([]string{corrupt, "not a job", kept, lost}))
 	require.NoError(t, err)
 	require.Equal(t, engine.SweepReport{Jobs: 4, Live: 4, Rearmed: 1, Unusable: 2}, rep)
 	require.True(t, armed(lost))
 	require.False(t, armed(other), "not given: left to a sweep that is")
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf([]string{kept, lost}))
+	rep, err = eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf([]string{kept, lost}))
 	require.NoError(t, err)
 	require.Zero(t, rep.Rearmed, "a second sweep finds nothing to repair")
 
@@ -331,7 +343,7 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	claim.Send()
 	_, err = l.store.Append(ctx, claim.S.JobID, 0, claim.Log...)
 	require.NoError(t, err)
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf([]string{claim.S.JobID}))
+	rep, err = eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf([]string{claim.S.JobID}))
 	require.NoError(t, err)
 	require.Equal(t, engine.SweepReport{Jobs: 1, Live: 1, Rearmed: 1, Held: 1}, rep)
 	require.True(t, armed(claim.S.JobID))
@@ -341,7 +353,7 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 	require.NoError(t, err)
 	l.start(eng, 1)
 	require.Equal(t, aggregate.StatusSucceeded, l.waitTerminal([]string{out.JobID}, 30*time.Second)[out.JobID].Status)
-	rep, err = eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf([]string{out.JobID}))
+	rep, err = eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf([]string{out.JobID}))
 	require.NoError(t, err)
 	require.Equal(t, engine.SweepReport{Jobs: 1, Live: 1}, rep)
 	require.False(t, armed(out.JobID))

@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestWaitingEndsWithTheJobs(t *testing.T) {
 	}
 	ctx := context.Background()
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.srv.JS, time.Now())
+		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) != 1 || st[0].Waiting == 0 {
 			return fmt.Errorf("no job seen waiting: %+v %v", st, err)
 		}
@@ -42,7 +42,7 @@ func TestWaitingEndsWithTheJobs(t *testing.T) {
 		require.Equal(t, aggregate.StatusSucceeded, s.Status)
 	}
 	natstest.WaitFor(t, 20*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.srv.JS, time.Now())
+		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) != 1 || st[0].Waiting != 0 {
 			return fmt.Errorf("still waiting: %+v %v", st, err)
 		}

@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func TestSweepReadsTheIndex(t *testing.T) {
 	defer func() { _ = sub.Unsubscribe() }()
 	require.NoError(t, l.srv.Conn.Flush())
 
-	rep, err := eng.SweepJobs(ctx, l.srv.JS, engine.JobsOf(ids))
+	rep, err := eng.SweepJobs(ctx, snats.NewTimers(l.srv.JS, nil), engine.JobsOf(ids))
 	require.NoError(t, err)
 	require.Equal(t, engine.SweepReport{Jobs: 50, Live: 50, Rearmed: 1}, rep)
 	_, err = work.GetLastMsgForSubject(ctx, snats.TimerSubjectPrefix+lost)

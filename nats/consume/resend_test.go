@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package engine_test
+package consume_test
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func TestLimitsChangedAndBrokenUnderLoad(t *testing.T) {
 
 	var lims []*engine.Limiter
 	engine := func(name string) {
-		lim, err := engine.NewLimiter(ctx, l.srv.JS, name, l.policy.Lease.D(), nil, nil)
+		lim, err := engine.NewLimiter(ctx, l.accounts(), name, l.policy.Lease.D(), nil, nil)
 		require.NoError(t, err)
 		t.Cleanup(lim.Close)
 		lims = append(lims, lim)
