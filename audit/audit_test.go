@@ -271,8 +271,6 @@ func TestCommands(t *testing.T) {
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
 		{"commands the intake has not settled", []audit.Command{{Seq: 1, JobID: "0123"}, {Seq: 2, Invalid: "x"}}, nil, 0,
 			audit.CommandSummary{Commands: 2, Pending: 2}, nil},
-		{"a command an earlier engine read leniently", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`}}, nil, 1,
-			audit.CommandSummary{Commands: 1, Jobs: 1, Lenient: 1}, nil},
 		{"a command rejected that also made its job", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`, Source: source}},
 			map[uint64]string{1: "malformed"}, 1, audit.CommandSummary{Commands: 1, Rejected: 1}, []string{audit.RuleCommand}},
 		{"a command rejected whose job another command made", []audit.Command{{Seq: 1, JobID: known, Invalid: `has the field "query" twice`, Source: source + "-other"}},
@@ -281,8 +279,6 @@ func TestCommands(t *testing.T) {
 			audit.CommandSummary{Commands: 1, Lost: 1}, []string{audit.RuleCommand}},
 		{"an ambiguous command the intake has not settled, its observation a job", []audit.Command{{Seq: 7, JobID: known, Invalid: `has the field "query" twice`}}, nil, 5,
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
-		{"an ambiguous command the intake has not settled, which an earlier engine made its job", []audit.Command{{Seq: 7, JobID: known, Invalid: `has the field "query" twice`, Source: source}}, nil, 5,
-			audit.CommandSummary{Commands: 1, Jobs: 1, Lenient: 1}, nil},
 		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Stray: true}}, nil, 5,
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
 	}

@@ -13,8 +13,7 @@ type Command struct {
 	Seq uint64
 	// JobID is the job the command maps to; empty when it is invalid.
 	JobID string
-	// Invalid says why the command cannot become a job. JobID may be set
-	// too: the job an earlier, more lenient engine made of it.
+	// Invalid says why the command cannot become a job.
 	Invalid string
 	// Stray says the command is on a subject nothing reads: the
 	// serpent-strays consumer's to reject, not the intake's.
@@ -66,10 +65,6 @@ type CommandSummary struct {
 	// stuck_after with neither a job nor a rejection: never settled, or
 	// lost.
 	Stuck int `json:"stuck"`
-	// Lenient counts the commands among Jobs that today's rules refuse
-	// (a field named twice or in another case) and an earlier engine
-	// made a job of: their publishers will see them refused now.
-	Lenient int `json:"lenient,omitempty"`
 }
 
 // configReasons are the rejection reasons that depend on the engine's
@@ -131,19 +126,11 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]string, intake, s
 					c.Seq, c.JobID, reason, strings.Join(configReasons, ", "))})
 		case isRejected:
 			sum.Rejected++
-		case c.Invalid != "" && ownJob:
-			// An earlier engine made it its job; this one, handed it
-			// again, takes it as that job.
-			sum.Jobs++
-			sum.Lenient++
 		case c.Invalid != "" && unsettled:
 			// To be refused, whatever job its observation has.
 			a.waiting(c, w.name, w.cons, stuckAfter, &w.seqs)
 		case c.JobID != "" && hasJob:
 			sum.Jobs++
-			if c.Invalid != "" {
-				sum.Lenient++
-			}
 		case unsettled:
 			a.waiting(c, w.name, w.cons, stuckAfter, &w.seqs)
 		case c.JobID != "" && c.Invalid == "":

@@ -166,9 +166,8 @@ func (s *Schedules) canonical(d recurring.Definition, created time.Time) (recurr
 }
 
 // storedSpec reads a stored definition's schedule. Only what the firing
-// needs is read: a definition stored under earlier checks keeps firing,
-// and can be paused, resumed and deleted, whatever the checks of a new
-// one (canonical) refuse now.
+// needs is read, not every check a new definition passes (canonical):
+// a stored schedule fires, and can be paused, resumed and deleted.
 func storedSpec(d recurring.Definition, created time.Time) (recurring.Spec, error) {
 	tz := d.TimeZone
 	if tz == "" {
@@ -195,8 +194,8 @@ func storedSpec(d recurring.Definition, created time.Time) (recurring.Spec, erro
 // "body.<SHA-256 of it>", listing the schedules created with it. The
 // record is stored first, marked creating (it neither fires nor blocks
 // another); then, in one compare-and-set write of the claim, it is
-// checked against every schedule created (one an earlier version stored
-// is in no claim) and every one the claim lists, and added to the claim;
+// checked against every schedule created and every one the claim lists,
+// and added to the claim;
 // then the record is marked created. Of two creates at once, the second write of
 // the claim fails, is made again, and finds the first listed. A listed
 // schedule whose record is gone (deleted, the claim not yet released) or

@@ -254,10 +254,7 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	return nil
 }
 
-// parseCommand maps a command to its job as the intake does. A command
-// today's rules refuse as malformed but an earlier engine's decoder read
-// (a field named twice or in another case) also names the job that
-// engine made of it: found in the log, it was not lost.
+// parseCommand maps a command to its job as the intake does.
 func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 	if subject != snats.ScheduleSubject {
 		return audit.Command{Seq: seq, Invalid: "nothing reads " + subject}
@@ -270,14 +267,7 @@ func parseCommand(seq uint64, subject string, data []byte) audit.Command {
 		}
 		return audit.Command{Seq: seq, Invalid: err.Error()}
 	}
-	out := audit.Command{Seq: seq, Invalid: err.Error()}
-	var lenient aggregate.ScheduleCommand
-	if json.Unmarshal(data, &lenient) == nil {
-		if s, err := aggregate.NewSchedule(lenient, aggregate.DefaultPolicy(), ""); err == nil {
-			out.JobID = s.JobID
-		}
-	}
-	return out
+	return audit.Command{Seq: seq, Invalid: err.Error()}
 }
 
 // readEventsFile reads a recorded log: one message body per line (an
@@ -436,9 +426,6 @@ func printReport(w io.Writer, r audit.Report) error {
 	if c := r.Commands; c != nil {
 		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d pending at the intake, %d stuck, %d lost\n",
 			c.Commands, c.Jobs, c.Rejected, c.Pending, c.Stuck, c.Lost)
-		if c.Lenient > 0 {
-			fmt.Fprintf(tw, "\t%d of the jobs from commands this version refuses (a field named twice or in another case): their publishers will see them refused\n", c.Lenient)
-		}
 	}
 	if l := r.Ledger; l != nil {
 		fmt.Fprintf(tw, "billing ledger\t%d charges: %d observations, %d found by reconciliation, %d double charges of the API found live, %d in flight, %d on cancelled jobs, %d unexplained; %d billed pages, %s\n",
