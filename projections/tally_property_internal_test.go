@@ -21,7 +21,7 @@ import (
 // recent jobs of both after every record; the forgetful one holds no
 // finished job.
 func TestTallyAgreesWithTheModel(t *testing.T) {
-	for seed := range uint64(30) {
+	for seed := range seeds(30) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			ids := randomJobIDs(rng)

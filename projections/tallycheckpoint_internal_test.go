@@ -21,7 +21,7 @@ import (
 // jobs and what they keep in memory.
 func TestTallyCheckpointGoesOn(t *testing.T) {
 	log := time.Date(2026, 12, 5, 10, 0, 0, 123, time.UTC)
-	for seed := range uint64(20) {
+	for seed := range seeds(20) {
 		for _, forget := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%d/forget=%t", seed, forget), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 11))

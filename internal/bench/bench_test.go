@@ -29,8 +29,9 @@ func TestBenchEveryPhase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := cli.Run(ctx, []string{"bench", "--jobs", "200", "--raw", "200", "--phases", "raw,happy,steady,replay,scale",
-		"--steady-jobs", "50", "--steady-rate", "200", "--steady-search-time", "20ms", "--scale-jobs", "3000", "--scale-small", "1000",
+	err := cli.Run(ctx, []string{"bench", "--jobs", "100", "--raw", "100", "--phases", "raw,happy,steady,replay,scale",
+		"--steady-jobs", "30", "--steady-rate", "200", "--steady-search-time", "20ms", "--scale-jobs", "1000", "--scale-small", "300",
+		"--scale-loads", "500", "--scale-engine-jobs", "100",
 		"-o", "json", "--progress=false"}, env, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 
@@ -50,7 +51,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Positive(t, rep.Raw.MemorySinglePerSec)
 	d := rep.Raw.DiskSync
 	require.NotNil(t, d, "the embedded server's disk is measured")
-	require.Equal(t, 200, d.Writes)
+	require.Equal(t, 100, d.Writes)
 	require.Equal(t, 512, d.Bytes)
 	require.Positive(t, d.MedianMicros)
 	require.GreaterOrEqual(t, d.P99Micros, d.MedianMicros)
@@ -59,7 +60,7 @@ func TestBenchEveryPhase(t *testing.T) {
 
 	h := rep.HappyPath
 	require.NotNil(t, h)
-	require.Equal(t, 200, h.Finished[aggregate.StatusSucceeded])
+	require.Equal(t, 100, h.Finished[aggregate.StatusSucceeded])
 	require.Positive(t, h.JobsPerSec)
 	require.GreaterOrEqual(t, h.Seconds, h.ProjectionSeconds)
 	require.Positive(t, h.EventsPerJob)
@@ -77,7 +78,7 @@ func TestBenchEveryPhase(t *testing.T) {
 
 	st := rep.Steady
 	require.NotNil(t, st)
-	require.Equal(t, 50, st.Finished[aggregate.StatusSucceeded])
+	require.Equal(t, 30, st.Finished[aggregate.StatusSucceeded])
 	require.Equal(t, 200.0, st.PacePerSec)
 	require.Positive(t, st.CPUMicrosPerJob)
 	l := st.LatencyMillis
@@ -96,7 +97,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	require.Zero(t, p.Audit.Violations)
 	require.EqualValues(t, p.Events, p.Audit.Events)
 	require.Less(t, p.Messages, p.Events, "an append of several events is one message")
-	require.Equal(t, 250, p.Audit.Jobs)
+	require.Equal(t, 130, p.Audit.Jobs)
 	require.Positive(t, p.Audit.EventsPerSec)
 	require.Equal(t, audit.GCPercent, p.Audit.GCPercent)
 	require.EqualValues(t, p.Events, p.Rebuild.Events)
@@ -109,23 +110,23 @@ func TestBenchEveryPhase(t *testing.T) {
 
 	s := rep.Scale
 	require.NotNil(t, s)
-	require.Equal(t, 3000, s.Jobs)
-	require.Equal(t, 3000, s.Seed.Jobs)
-	require.GreaterOrEqual(t, s.Seed.Events, uint64(4*3000))
+	require.Equal(t, 1000, s.Jobs)
+	require.Equal(t, 1000, s.Seed.Jobs)
+	require.GreaterOrEqual(t, s.Seed.Events, uint64(4*1000))
 	require.EqualValues(t, s.Seed.Events, s.Events)
 	require.Positive(t, s.Seed.EventsPerSec)
-	require.Equal(t, 1000, s.Small.Jobs)
-	require.Equal(t, 3000, s.Large.Jobs)
+	require.Equal(t, 300, s.Small.Jobs)
+	require.Equal(t, 1000, s.Large.Jobs)
 	for _, l := range []bench.Load{s.Small, s.Large} {
-		require.Equal(t, 2000, l.Loads)
+		require.Equal(t, 500, l.Loads)
 		require.Positive(t, l.MedianMicros)
 		require.GreaterOrEqual(t, l.P99Micros, l.MedianMicros)
 		require.GreaterOrEqual(t, l.EventsPerLoad, 4.0)
 	}
 	require.Positive(t, s.LoadMedianRatio)
-	requireChild(t, s.Engine, bin, 3000, true, 300)
+	requireChild(t, s.Engine, bin, 1000, true, 100)
 	require.NotNil(t, s.EngineSmall, "the engine on the small log, to compare with")
-	requireChild(t, *s.EngineSmall, bin, 1000, true, 300)
+	requireChild(t, *s.EngineSmall, bin, 300, true, 100)
 	require.Positive(t, s.FreshRatio)
 	require.Positive(t, s.PeakRSSRatio)
 	require.Positive(t, s.BenchPeakRSSMB)
@@ -135,7 +136,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	var table bytes.Buffer
 	require.NoError(t, bench.Print(&table, rep))
 	for _, want := range []string{"raw, one at a time", "raw, one at a time, memory", "raw, disk write and fsync", "end to end, happy path", "end to end, steady 200/s", "a job from its command to its last event", "appends", "µs a job", "cores busy", "replay, audit", "audit OK",
-		"replay, projection rebuild", "scale, seeding", "scale, load one job at 1000 jobs", "scale, load one job at 3000 jobs", "scale, engine process memory",
+		"replay, projection rebuild", "scale, seeding", "scale, load one job at 300 jobs", "scale, load one job at 1000 jobs", "scale, engine process memory",
 		"scale, engine on the small log", "caught up (projections and metrics)", "started again, caught up in", "from its metrics checkpoint at", "scale, bench process memory", "memory, bench process"} {
 		require.Contains(t, table.String(), want)
 	}

@@ -130,6 +130,7 @@ func TestAccountsFileLimitsAreStrict(t *testing.T) {
 // page shows the refused value. Mended and broken again, the engine keeps
 // the mended limits: readiness warns and does not fail.
 func TestRefusedLimitsShowUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := refusedBucket(t, `{"max_inflight":1}`)
 	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})

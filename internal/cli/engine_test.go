@@ -95,6 +95,7 @@ func (r *engineRun) stop(t *testing.T) {
 // malformed. Every job finishes, none is bought twice, every command is a
 // job or a recorded rejection.
 func TestRunEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sbCfg := filepath.Join(dir, "sandbox.json")
 	require.NoError(t, os.WriteFile(sbCfg, []byte(`{"seed":7,"searchTime":"2ms","retryAfter":"1s","faults":{
@@ -108,7 +109,7 @@ func TestRunEndToEnd(t *testing.T) {
 	_, js := natstest.Connect(t, r.natsURL)
 	ctx := context.Background()
 
-	const jobs = 500
+	const jobs = 250
 	var want []string
 	publish := func(payload string) {
 		_, err := js.Publish(ctx, snats.ScheduleSubject, []byte(payload))
@@ -230,6 +231,7 @@ func TestRunEndToEnd(t *testing.T) {
 // stops serpent run with an error naming it, rather than leaving a
 // process that answers ready and does no work.
 func TestRunStopsWhenALoopEnds(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}

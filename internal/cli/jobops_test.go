@@ -19,6 +19,7 @@ import (
 // ignores the count, so a repeat could buy again: the request goes once.
 // A stale count says nothing was authorised.
 func TestRepurchaseAsksAgainOnlyWhereSafe(t *testing.T) {
+	t.Parallel()
 	const job = "0123456789abcdef0123456789abcdef"
 	for name, tc := range map[string]struct {
 		honours bool

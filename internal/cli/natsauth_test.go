@@ -164,6 +164,7 @@ func makeTLSFiles(t *testing.T) tlsFiles {
 // certificate, given by flags or by the environment; without them they
 // are refused.
 func TestCommandsWithNATSAuth(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) (edit func(*server.Options), flags []string, env map[string]string)

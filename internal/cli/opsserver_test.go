@@ -367,6 +367,7 @@ func waitUnready(t *testing.T, ops *opsServer) *httptest.ResponseRecorder {
 // its count of the log stands in serp_metrics, and the next one resumes
 // from there with the same totals instead of counting the log again.
 func TestMetricsResumeFromTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--data", dir, "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}
 	first := startEngine(t, nil, append(args, "--log-level", "warn")...)
@@ -390,6 +391,7 @@ func TestMetricsResumeFromTheCheckpoint(t *testing.T) {
 // every job of the log, and repairs a lost one, whether it serves HTTP
 // (and so shows that fold, and counts its sweeps) or not.
 func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
+	t.Parallel()
 	for name, http := range map[string]string{"with HTTP": "127.0.0.1:0", "without HTTP": ""} {
 		t.Run(name, func(t *testing.T) {
 			r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", http,
@@ -414,6 +416,7 @@ func TestSweepLooksAtTheJobsInFlight(t *testing.T) {
 // sweeps after its start still sweeps the jobs in flight at start,
 // folding the log for them, and then stops folding it.
 func TestSweepAtStartWithoutHTTP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--data", dir, "--nats-listen", "127.0.0.1:0", "--http", "", "--log-level", "warn", "--sweep-every", "0"}
 	first := startEngine(t, nil, args...)
@@ -512,6 +515,7 @@ func waitJobsInLog(t *testing.T, js jetstream.JetStream, n int) []string {
 // the billing ledger once the key's searches have ended, and shows it on
 // /metrics, on the status page and in serpent status.
 func TestDoubleChargesShownLive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sandbox.json")
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"seed":3,"faults":{"dropAfterSearch":0.5,"lostRecord":1}}`), 0o644))

@@ -21,6 +21,7 @@ import (
 // TestSchedulesCommand: recurring schedules from the shell, and by command
 // on serp.cmd.schedules.<op> as an upstream system would.
 func TestSchedulesCommand(t *testing.T) {
+	t.Parallel()
 	r := startEngine(t, nil, "--data", filepath.Join(t.TempDir(), "data"), "--nats-listen", "127.0.0.1:0",
 		"--http", "", "--log-level", "warn")
 	_, js := natstest.Connect(t, r.natsURL)

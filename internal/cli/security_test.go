@@ -104,6 +104,7 @@ func kvContents(t *testing.T, js jetstream.JetStream) map[string]string {
 // that fail: it is in none of them. It also checks that every log line
 // about a job names the job and the first 8 characters of its key.
 func TestTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
 	sb := sandbox.New(sandbox.Config{Token: canaryToken, Seed: 5, SearchTime: 2 * time.Millisecond,
 		ReplayWindow: 3 * time.Second, Faults: sandbox.Faults{DropAfterSearch: 0.2, GatewayPage504: 0.1, Timeout408: 0.1,
 			EarlyExpiry: 0.3, Unavailable503: 0.1}})

@@ -25,6 +25,7 @@ import (
 // timers in serp_metrics, leaves one to another engine that has just
 // begun one, and sweeps again once none has.
 func TestSweepTakesTurns(t *testing.T) {
+	t.Parallel()
 	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "",
 		"--log-level", "debug", "--sweep-every", "300ms", "--name", "engine-a")
 	_, js := natstest.Connect(t, r.natsURL)

@@ -77,6 +77,7 @@ func (w *watchedAPI) sent(since time.Time) (keys []string, emptyAfter int) {
 // until the charge shows, then ends charged_no_result. One search billed, one
 // key ever sent.
 func TestLedgerBehindTheDeadlineOnJetStream(t *testing.T) {
+	t.Parallel()
 	l := setupLive(t, sandbox.Faults{})
 	clock := &shiftedClock{}
 	sb := sandbox.New(sandbox.Config{Seed: 1, Now: clock.Now, BillingDelay: time.Hour,

@@ -197,6 +197,7 @@ func (l *live) rejections() map[string]int {
 }
 
 func TestEngineOnJetStream(t *testing.T) {
+	t.Parallel()
 	l := setupLive(t, sandbox.Faults{DropAfterSearch: 0.1, DropBeforeSearch: 0.05, GatewayPage502: 0.05,
 		GatewayPage504: 0.05, Timeout408: 0.05, BillingUnavailable503: 0.05, EarlyExpiry: 0.05, ZeroResults: 0.05})
 	l.start(l.engine("w1", engine.Hooks{}), 8)
@@ -244,6 +245,7 @@ func countType(evs []events.Event, typ string) int {
 // request; the delivery comes back after its ack wait, the next worker waits
 // out the lease and resends the same key.
 func TestCrashResumesOnJetStream(t *testing.T) {
+	t.Parallel()
 	l := setupLive(t, sandbox.Faults{})
 	crashed := make(chan struct{})
 	var once sync.Once
@@ -364,6 +366,7 @@ func TestSweepJobsLooksAtTheJobsGiven(t *testing.T) {
 // job resumes on another worker and that the sandbox's ledger holds exactly
 // one charge for it.
 func TestCrashWindowsOnJetStream(t *testing.T) {
+	t.Parallel()
 	type window struct {
 		name   string
 		faults sandbox.Faults // in force until the crash

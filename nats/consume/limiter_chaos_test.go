@@ -29,6 +29,7 @@ import (
 // written), the new engine buys nothing until the value is mended, and
 // every job is bought once.
 func TestLimitsChangedAndBrokenUnderLoad(t *testing.T) {
+	t.Parallel()
 	// Deliveries that wait for a slot in the process are not delivered
 	// again meanwhile, as with the engine's default --ack-wait.
 	l := setupLiveAckWait(t, sandbox.Faults{}, 30*time.Second)

@@ -121,6 +121,7 @@ func (l *live) setLimits(lim accounts.Limits) {
 // eight slots, share one account capped at two searches in flight and five
 // a second (burst two): the sandbox never sees more.
 func TestLimitsHoldAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	l, m := setupLimited(t, sandbox.Config{SearchTime: 100 * time.Millisecond})
 	l.setLimits(accounts.Limits{MaxInFlight: 2, RatePerSec: 5, Burst: 2})
 	for _, name := range []string{"a", "b", "c"} {
@@ -145,6 +146,7 @@ func TestLimitsHoldAcrossWorkers(t *testing.T) {
 // TestDailyBudget: a spent budget makes new purchases wait, lets resends of
 // a key go on, fails nothing; raising it lets the waiting jobs through.
 func TestDailyBudget(t *testing.T) {
+	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{})
 	l.setLimits(accounts.Limits{DailyPages: 3})
 	eng := l.limitedEngine("w", time.Minute)
@@ -220,6 +222,7 @@ func TestDailyBudget(t *testing.T) {
 // TestRateLimitStorm: the API answers 429 to everything for a while; the
 // whole account slows down, then every job is bought exactly once.
 func TestRateLimitStorm(t *testing.T) {
+	t.Parallel()
 	l, m := setupLimited(t, sandbox.Config{RetryAfter: time.Second, Faults: sandbox.Faults{RateLimited429: 1}})
 	l.setLimits(accounts.Limits{MaxInFlight: 4})
 	for _, name := range []string{"a", "b"} {
@@ -314,6 +317,7 @@ func contains(list []string, s string) bool {
 // of each arming a timer, so the pause writes nothing to SERP_WORK; they
 // are bought once when it ends.
 func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
+	t.Parallel()
 	l, m := setupLimited(t, sandbox.Config{})
 	ctx := context.Background()
 	eng := l.limitedEngine("a", time.Minute)
@@ -366,6 +370,7 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 // are the server's, so another worker gets them when the pause ends and
 // buys each job once; nothing was armed or written for them meanwhile.
 func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
+	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{})
 	ctx := context.Background()
 	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
@@ -426,6 +431,7 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 // job must not start its search until the first's is over (its resends of
 // the key take the slot over), so the API never runs two at once.
 func TestInFlightCapHoldsThroughTimeouts(t *testing.T) {
+	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{SlowSearchTime: 1500 * time.Millisecond, Faults: sandbox.Faults{SlowSearch: 1}})
 	cfg := l.client.Config()
 	cfg.Timeout = 300 * time.Millisecond // shorter than every search

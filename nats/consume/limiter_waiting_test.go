@@ -20,6 +20,7 @@ import (
 // seconds: a job that ended, or went on at the other engine, is no longer
 // counted (it used to be for ten minutes).
 func TestWaitingEndsWithTheJobs(t *testing.T) {
+	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{SearchTime: 400 * time.Millisecond})
 	l.setLimits(accounts.Limits{MaxInFlight: 1})
 	for _, name := range []string{"a", "b"} {

@@ -53,6 +53,7 @@ func (e *stillRunning) Error() string { return "the job is still " + string(e.st
 // API's front door. The key is kept until its deadline, and the billing
 // ledger finds the first send's charge: one purchase, no second key.
 func TestFrontDoorOnAResendKeepsTheKey(t *testing.T) {
+	t.Parallel()
 	l, evs := resendAfter(t, sandbox.Faults{FrontDoor: 1})
 	s := aggregate.Fold(evs)
 	require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
@@ -67,6 +68,7 @@ func TestFrontDoorOnAResendKeepsTheKey(t *testing.T) {
 // again and answered 200 without the replay header. The result is stored,
 // and the check of the key's charges records the API's double charge.
 func TestLostRecordCaughtLive(t *testing.T) {
+	t.Parallel()
 	l, evs := resendAfter(t, sandbox.Faults{LostRecord: 1})
 	s := aggregate.Fold(evs)
 	require.Equal(t, aggregate.StatusSucceeded, s.Status)

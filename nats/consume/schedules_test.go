@@ -59,6 +59,7 @@ func (l *live) schedules(now func() time.Time) *engine.Schedules {
 // slot for a few seconds, with its engine replaced in the middle; no slot
 // is ordered twice and, with catch-up, none is lost.
 func TestEverySecondAcrossARestart(t *testing.T) {
+	t.Parallel()
 	l := setupLive(t, sandbox.Faults{})
 	ctx := context.Background()
 	s := l.schedules(nil)

@@ -101,6 +101,7 @@ func (c *countedScheduleTimers) ArmSchedule(ctx context.Context, id string, at t
 // clock got there. It now arms the rest of the wait by the server's
 // clock: one timer a slot, and one job each.
 func TestSlowEngineClockFiresEachSlotOnce(t *testing.T) {
+	t.Parallel()
 	l := setupLive(t, sandbox.Faults{})
 	ctx := context.Background()
 	slow := func() time.Time { return time.Now().Add(-1200 * time.Millisecond) }
