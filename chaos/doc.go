@@ -39,4 +39,7 @@
 // reason, reconciliations), and compares the naive worker of the seed
 // article (naive.go: a fresh key per delivery, the anti-pattern, only
 // reachable from here) under the same faults.
+//
+// It imports the NATS client: it drives real servers and processes, and
+// reads their streams whole to check them.
 package chaos
