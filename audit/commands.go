@@ -8,7 +8,7 @@ import (
 )
 
 // Command is one message of SERP_COMMANDS, as the caller parsed it with the
-// engine's own rules (worker.ParseCommand and aggregate.NewSchedule).
+// engine's own rules (engine.ParseCommand and aggregate.NewSchedule).
 type Command struct {
 	Seq uint64
 	// JobID is the job the command maps to; empty when it is invalid.
@@ -69,7 +69,7 @@ type CommandSummary struct {
 
 // configReasons are the rejection reasons that depend on the engine's
 // configuration, not on the command: invalid_account, an API account the
-// engine was not given (worker.ReasonInvalidAccount). Every other reason
+// engine was not given (engine.ReasonInvalidAccount). Every other reason
 // (malformed, too_large, invalid_<field>) is about the command itself, and
 // the audit reads the command by the engine's own rules.
 var configReasons = []string{"invalid_account"}

@@ -236,7 +236,7 @@ type rejection struct {
 // its observation (a duplicate spelling, the same job) and has no rejection
 // record; one drawn malformed has exactly one, with the reason drawn for it
 // and its payload byte for byte. The reason is the one the run drew, not
-// one worked out with the engine's own rules (worker.ParseCommand,
+// one worked out with the engine's own rules (engine.ParseCommand,
 // aggregate.NewSchedule), with which an engine that gave the wrong reason
 // would agree. Every command in the stream is one the run published
 // (nothing else publishes there during a run), so a command it did not

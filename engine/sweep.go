@@ -39,7 +39,7 @@ type SweepReport struct {
 }
 
 // JobList is a list of job ids, as the jobs in flight are given to
-// SweepJobs (metrics.Tally.Live makes one, JobsOf another).
+// SweepJobs (projections.Tally.Live makes one, JobsOf another).
 type JobList interface {
 	// Len is how many jobs there are; ID the id of job i, for i from 0
 	// to Len()-1.
@@ -65,7 +65,7 @@ func (s sortedIDs) Index(id string) (int, bool) { return slices.BinarySearch(s, 
 // SweepJobs re-arms timers that were lost for any reason (a purged work
 // stream, a bug, an operator's mistake): every job of ids that has neither
 // a timer nor a due message is armed again from its state. ids are the
-// jobs in flight, as a fold of the log says (metrics.Tally.Live): reading
+// jobs in flight, as a fold of the log says (projections.Tally.Live): reading
 // the last event of every job instead would take, at millions of jobs,
 // longer than the server's requests may, holding its other requests
 // meanwhile. A job of ids that has finished since is left as it is.

@@ -8,7 +8,7 @@ import (
 )
 
 // Account is one API account's spend and limiter figures at scrape time,
-// as every worker shares them (worker.AccountStatuses).
+// as every worker shares them (engine.AccountStatuses).
 type Account struct {
 	Name string
 	// SpentPages and SpentMicros are today's (UTC) billed pages and

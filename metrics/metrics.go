@@ -97,7 +97,7 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Searched records one search: how long it took and how it came back. It
-// is the engine's observer (worker.Observer).
+// is the engine's observer (engine.Observer).
 func (m *Metrics) Searched(account string, res serper.Result) {
 	if account == "" {
 		account = "default"

@@ -9,7 +9,7 @@ import (
 	"github.com/serpent-engine/serpent/eventstore"
 )
 
-// Store is the event log as the engine uses it (worker.Store).
+// Store is the event log as the engine uses it (engine.Store).
 type Store interface {
 	Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error)
 	Load(ctx context.Context, jobID string) ([]events.Event, uint64, error)

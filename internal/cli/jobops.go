@@ -118,7 +118,7 @@ type jobView struct {
 	Status      string `json:"status"`
 	Repurchases int    `json:"repurchases"`
 	// countHonoured: the engine that answered honours a repurchase
-	// request's count (worker.HeaderRepurchaseCount).
+	// request's count (service.HeaderRepurchaseCount).
 	countHonoured bool
 }
 

@@ -17,7 +17,7 @@ const (
 	ptSend                  // after the engine's last check, before the request leaves
 	ptReply                 // after the reply arrived, before the engine sees it
 	ptLedger                // before a billing ledger look-up
-	ptHook                  // an engine crash hook (worker.Hooks)
+	ptHook                  // an engine crash hook (engine.Hooks)
 	ptArm                   // before arming a timer
 	ptReject                // before recording a rejected command
 	ptAck                   // before settling the delivery
