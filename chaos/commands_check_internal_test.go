@@ -33,7 +33,7 @@ func (noTimers) Arm(context.Context, string, time.Time) error { return nil }
 // a command the run did not publish and one it published that is not
 // stored are each a violation. The expected reason is the one drawn with
 // the command: before, it was worked out with the engine's own rules
-// (worker.ParseCommand, aggregate.NewSchedule), so an engine that gave the
+// (engine.ParseCommand, aggregate.NewSchedule), so an engine that gave the
 // wrong reason agreed with itself.
 func TestCommandsHeldToWhatTheRunDrew(t *testing.T) {
 	cfg := Config{Seed: 3, Jobs: 4, Duplicates: 1, Malformed: len(malformed), Spread: time.Minute}

@@ -17,7 +17,7 @@ import (
 var subjectToken = regexp.MustCompile(`^[a-z0-9_]+$`)
 
 // FuzzCommand feeds arbitrary bytes to the intake's rules
-// (worker.ParseCommand, then aggregate.NewSchedule): it never panics, a
+// (engine.ParseCommand, then aggregate.NewSchedule): it never panics, a
 // command is a job or a rejection with a reason that is a subject token and
 // a message, and a valid command's job is the same however it is spelled
 // again from its canonical form (promise 1).

@@ -26,7 +26,7 @@ func TestAccountsLimitFlagsWithoutSet(t *testing.T) {
 
 // TestWorkersBelowOneAreRefused: --workers 0 (or below) is refused: the
 // engine would say "ready with 0 slots" and work 8 jobs at once
-// (worker.RunOptions' default), buying where it was meant not to.
+// (the engine's default), buying where it was meant not to.
 func TestWorkersBelowOneAreRefused(t *testing.T) {
 	for _, n := range []string{"0", "-3"} {
 		t.Run(n, func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/serpent-engine/serpent/projections"
 )
 
-// TestSizeLimits: a schedule command over worker.MaxCommandBytes is
+// TestSizeLimits: a schedule command over engine.MaxCommandBytes is
 // refused with a clear error (micro service) or recorded as too_large
 // (stream); an API reply over --max-response-bytes is an unknown outcome
 // (oversized_body) and the key is resent, never a new one; a limit that
