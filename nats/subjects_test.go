@@ -1,8 +1,10 @@
 package nats_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +19,10 @@ import (
 // leader for a subject's last message.
 func TestEachSubject(t *testing.T) {
 	srv := natstest.RunServer(t)
-	ctx := t.Context()
+	// A deadline of its own: reading 100,000 subjects can take the server
+	// longer than a request's default timeout on a busy machine.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	_, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "MANY", Subjects: []string{"many.>"}, Storage: jetstream.MemoryStorage})
 	require.NoError(t, err)
 	const n = 100_123
