@@ -222,8 +222,9 @@ func (e *readmeEnv) runExample(t *testing.T, cmd string) {
 	case args[0] == "curl":
 		e.curl(t, args[1:])
 	case args[0] == "go" && len(args) > 1 && args[1] == "test":
-		pkg := args[len(args)-1]
-		require.True(t, pkg == "./..." || strings.HasPrefix(pkg, "./"), "go test example %q names a package", cmd)
+		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "./") })
+		require.Positive(t, i, "go test example %q names a package", cmd)
+		pkg := args[i]
 		_, err := os.Stat(filepath.Join("..", "..", strings.TrimSuffix(pkg, "/...")))
 		require.NoError(t, err, "go test example %q", cmd)
 	case args[0] == "docker":
@@ -260,6 +261,12 @@ func (e *readmeEnv) serpent(t *testing.T, args []string) {
 		// Minutes of measurement: TestBenchEveryPhase runs every phase
 		// small; here the README's flags must parse.
 		require.NoError(t, bench.CheckFlags(args[1:]), "serpent %s", strings.Join(args, " "))
+		return
+	case "chaos":
+		// Minutes of real processes: TestChaosCommand runs it small; here
+		// the example's flags must parse.
+		fs, _, _, _ := chaosFlags(&strings.Builder{})
+		require.NoError(t, fs.Parse(args[1:]), "serpent %s", strings.Join(args, " "))
 		return
 	}
 	for i, a := range args {
