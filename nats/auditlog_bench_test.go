@@ -18,7 +18,7 @@ import (
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
-// The figures and the commands are in docs/projections.md.
+// The figures and the commands are in docs/performance.md.
 
 // benchResult is a result body of the size the sandbox returns (ten
 // organic results, about 2 KB).

@@ -13,7 +13,7 @@ import (
 
 // The benchmarks run against an embedded server with fsync on every write
 // (the default), data in a temporary folder on the test machine's disk.
-// docs/store.md has the figures and how to reproduce them.
+// docs/performance.md has the figures and how to reproduce them.
 
 func benchStore(b *testing.B) *nats.EventStore {
 	return benchStoreWith(b, nats.EventStoreOptions{})

@@ -26,7 +26,7 @@ type LeaseFormat struct {
 }
 
 // LeaseJSON is the default format: {"holder", "what", "since", "renewed",
-// "ttl"}, as docs/projections.md documents the projection runner's lease.
+// "ttl"}, as docs/design.md documents the projection runner's lease.
 var LeaseJSON = LeaseFormat{Encode: encodeLeaseJSON, Decode: ReadLeaseClaim}
 
 // leaseJSON is a claim in LeaseJSON.

@@ -10,7 +10,7 @@ import (
 
 // The KV buckets the projections live in. Their names, keys and value
 // formats are public: dashboards and the nats CLI read them directly
-// (docs/projections.md).
+// (docs/auditors.md).
 const (
 	// StatusBucket holds one StatusValue per job, under the job id.
 	StatusBucket = "serp_status"

@@ -15,5 +15,5 @@
 // nats/projector keeps it in the serp_metrics bucket.
 //
 // The value formats are public, documented field by field in
-// docs/projections.md, for dashboards and the nats CLI.
+// docs/auditors.md, for dashboards and the nats CLI.
 package projections

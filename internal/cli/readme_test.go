@@ -25,17 +25,25 @@ import (
 // readmePath is the README at the top of the repository.
 var readmePath = filepath.Join("..", "..", "README.md")
 
-// readmeExample is one command of a fenced sh block of the README.
+// docPages are the README and every page of docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	require.NoError(t, err)
+	return append([]string{readmePath}, pages...)
+}
+
+// readmeExample is one command of a fenced sh block of a page.
 type readmeExample struct {
 	line int // where the command starts
 	cmd  string
 }
 
-// readmeExamples returns every command of every ```sh block: lines
-// joined at a trailing backslash, comments dropped.
-func readmeExamples(t *testing.T) []readmeExample {
+// readmeExamples returns every command of every ```sh block of a page:
+// lines joined at a trailing backslash, comments dropped.
+func readmeExamples(t *testing.T, path string) []readmeExample {
 	t.Helper()
-	f, err := os.Open(readmePath)
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	var out []readmeExample
@@ -133,7 +141,8 @@ type readmeEnv struct {
 }
 
 // TestReadmeExamples runs every command of every sh block of README.md,
-// in order, against a serpent run started in the test:
+// then of each page of docs/, in order, against a serpent run started in
+// the test:
 //
 //   - serpent commands ("go run ./cmd/serpent X" or "serpent X") run
 //     through run(), with NATS_URL pointing at the engine; the engine
@@ -151,7 +160,7 @@ type readmeEnv struct {
 // the job the README's first schedule example ordered, and the example day
 // of "ledger --day" for the day it was bought: today.
 func TestReadmeExamples(t *testing.T) {
-	examples := readmeExamples(t)
+	examples := readmeExamples(t, readmePath)
 	require.NotEmpty(t, examples)
 	require.Equal(t, "go run ./cmd/serpent run", examples[0].cmd, "the README starts with the command that runs serpent")
 	require.Equal(t, "go test -race ./...", examples[1].cmd, "and then the command that tests it")
@@ -161,11 +170,20 @@ func TestReadmeExamples(t *testing.T) {
 	env.opsURL, env.sandbox = env.r.opsURL(t), env.r.sandboxURL
 	env.nc, env.js = natstest.Connect(t, env.r.natsURL)
 	for _, ex := range examples[2:] {
-		t.Run(fmt.Sprintf("line %d", ex.line), func(t *testing.T) {
+		t.Run(fmt.Sprintf("README line %d", ex.line), func(t *testing.T) {
 			for _, cmd := range expandAlternatives(ex.cmd) {
 				env.runExample(t, cmd)
 			}
 		})
+	}
+	for _, page := range docPages(t)[1:] {
+		for _, ex := range readmeExamples(t, page) {
+			t.Run(fmt.Sprintf("%s line %d", filepath.Base(page), ex.line), func(t *testing.T) {
+				for _, cmd := range expandAlternatives(ex.cmd) {
+					env.runExample(t, cmd)
+				}
+			})
+		}
 	}
 }
 
@@ -204,8 +222,9 @@ func (e *readmeEnv) runExample(t *testing.T, cmd string) {
 	case args[0] == "curl":
 		e.curl(t, args[1:])
 	case args[0] == "go" && len(args) > 1 && args[1] == "test":
-		pkg := args[len(args)-1]
-		require.True(t, pkg == "./..." || strings.HasPrefix(pkg, "./"), "go test example %q names a package", cmd)
+		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "./") })
+		require.Positive(t, i, "go test example %q names a package", cmd)
+		pkg := args[i]
 		_, err := os.Stat(filepath.Join("..", "..", strings.TrimSuffix(pkg, "/...")))
 		require.NoError(t, err, "go test example %q", cmd)
 	case args[0] == "docker":
@@ -242,6 +261,12 @@ func (e *readmeEnv) serpent(t *testing.T, args []string) {
 		// Minutes of measurement: TestBenchEveryPhase runs every phase
 		// small; here the README's flags must parse.
 		require.NoError(t, bench.CheckFlags(args[1:]), "serpent %s", strings.Join(args, " "))
+		return
+	case "chaos":
+		// Minutes of real processes: TestChaosCommand runs it small; here
+		// the example's flags must parse.
+		fs, _, _, _ := chaosFlags(&strings.Builder{})
+		require.NoError(t, fs.Parse(args[1:]), "serpent %s", strings.Join(args, " "))
 		return
 	}
 	for i, a := range args {

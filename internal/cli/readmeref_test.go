@@ -72,25 +72,32 @@ func runFlagsTable(t *testing.T) string {
 	return b.String()
 }
 
-// TestReadmeReference: the README's configuration reference lists every
+// TestReadmeReference: the docs' configuration reference lists every
 // flag of serpent run as the code declares it, every environment variable
-// the flags name, and every serpent_* metric. With
+// the flags name, and every serpent_* metric. The reference is the page
+// of docs/ (or the README) that holds the flag table's markers. With
 // SERPENT_UPDATE_README=1 it rewrites the flag table instead of failing.
 func TestReadmeReference(t *testing.T) {
-	data, err := os.ReadFile(readmePath)
-	require.NoError(t, err)
-	readme := string(data)
-	begin, end := strings.Index(readme, flagsBegin), strings.Index(readme, flagsEnd)
-	require.True(t, begin >= 0 && end > begin, "README.md has the flag table markers")
+	var path, page string
+	for _, p := range docPages(t) {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		if strings.Contains(string(data), flagsBegin) {
+			path, page = p, string(data)
+		}
+	}
+	require.NotEmpty(t, path, "a page of docs/ has the flag table markers")
+	begin, end := strings.Index(page, flagsBegin), strings.Index(page, flagsEnd)
+	require.True(t, begin >= 0 && end > begin, "%s has both flag table markers", path)
 	want := runFlagsTable(t)
-	got := readme[begin+len(flagsBegin)+1 : end]
+	got := page[begin+len(flagsBegin)+1 : end]
 	if got != want && os.Getenv("SERPENT_UPDATE_README") != "" {
-		readme = readme[:begin+len(flagsBegin)+1] + want + readme[end:]
-		require.NoError(t, os.WriteFile(readmePath, []byte(readme), 0o644))
-		t.Logf("rewrote the flag table of %s", readmePath)
+		page = page[:begin+len(flagsBegin)+1] + want + page[end:]
+		require.NoError(t, os.WriteFile(path, []byte(page), 0o644))
+		t.Logf("rewrote the flag table of %s", path)
 		got = want
 	}
-	require.Equal(t, want, got, "README.md's flag table of serpent run is stale: SERPENT_UPDATE_README=1 go test ./internal/cli -run TestReadmeReference rewrites it")
+	require.Equal(t, want, got, "%s's flag table of serpent run is stale: SERPENT_UPDATE_README=1 go test ./internal/cli -run TestReadmeReference rewrites it", path)
 
 	envs := map[string]bool{"SERPER_LIVE_TOKEN": true, "SERPER_LIVE_URL": true, "NATS_INBOX_PREFIX": true}
 	for _, f := range runFlags(t) {
@@ -99,11 +106,11 @@ func TestReadmeReference(t *testing.T) {
 		}
 	}
 	for env := range envs {
-		require.Regexp(t, "(?m)^\\| [^|]*`"+env+"`", readme, "the environment table lists %s", env)
+		require.Regexp(t, "(?m)^\\| [^|]*`"+env+"`", page, "%s's environment table lists %s", path, env)
 	}
 
 	for _, name := range metricNames(t) {
-		require.Contains(t, readme, "`"+name, "the metrics table lists %s", name)
+		require.Contains(t, page, "`"+name, "%s's metrics table lists %s", path, name)
 	}
 }
 

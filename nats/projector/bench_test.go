@@ -24,7 +24,7 @@ import (
 )
 
 // The benchmarks run against an embedded server on this machine. The
-// figures and the commands are in docs/projections.md.
+// figures and the commands are in docs/performance.md.
 
 // benchResult is a result body of the size the sandbox returns (ten
 // organic results, about 2 KB).

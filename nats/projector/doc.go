@@ -24,6 +24,6 @@
 // Every read of the log goes through the one reader of package nats
 // (nats.Log), which serpent audit uses too (nats.AuditLog).
 //
-// docs/projections.md documents the buckets' keys and values, the
+// docs/auditors.md documents the buckets' keys and values, the
 // guarantees and the figures.
 package projector

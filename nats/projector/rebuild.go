@@ -26,7 +26,7 @@ type RebuildOptions struct {
 	// Batch is how many events are folded and written at once; default
 	// 2000.
 	Batch int
-	// LeaseTTL must be the runners' (default 10 s).
+	// LeaseTTL must be the runners' (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
 	Name     string
 	// KeepStaging keeps the staging buckets after the switch.
