@@ -19,6 +19,10 @@ type engineFlags struct {
 	natsListen    string
 	replicas      int
 	updateStreams bool
+	// connectTimeout ends the start-up tries; 0 keeps trying.
+	connectTimeout time.Duration
+	// natsLog shows the embedded server's notices, its banner among them.
+	natsLog bool
 
 	apiURL        string
 	tokenFile     string
@@ -39,19 +43,25 @@ type engineFlags struct {
 	log         logFlags
 	name        string
 	ops         opsFlags
+
+	// env and logOut are the process's environment and log stream.
+	env    func(string) string
+	logOut io.Writer
 }
 
 // DefaultAPIURL is the real Serper.live API.
 const DefaultAPIURL = "https://api.serper.live"
 
 func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
-	f := &engineFlags{policy: aggregate.DefaultPolicy()}
+	f := &engineFlags{policy: aggregate.DefaultPolicy(), logOut: stderr}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f.nats.registerOrEmbed(fs)
 	fs.StringVar(&f.dataDir, "data", "serpent-data", "folder of the embedded NATS server's data (used when no NATS URL is given)")
 	fs.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on (port 0: any free port)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of serpent's streams (3 on a 3-node cluster)")
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", 0, "give up when NATS, or a leader of each stream and bucket, is not there within this time (0: keep trying)")
+	fs.BoolVar(&f.natsLog, "nats-log", false, "show the embedded NATS server's notices, its start-up banner among them (its warnings and errors always show)")
 	fs.BoolVar(&f.updateStreams, "update-streams", false, "change existing streams in place when their settings differ (never destructively)")
 	fs.StringVar(&f.apiURL, "api-url", "", "Serper.live base URL (env SERPER_LIVE_URL; default "+DefaultAPIURL+" with a token, the built-in sandbox without)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default: env "+serper.TokenEnv+")")
