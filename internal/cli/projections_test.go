@@ -113,6 +113,8 @@ func (v *views) tables(t *testing.T) {
 		{"days", []string{"ledger"}, []string{"DAY", "SEARCHES", "EST. SPEND", "~$"}, 0},
 		{"one job's purchases", []string{"ledger", "--job", job}, []string{"purchases     1 (0 re-purchases authorised)"}, 0},
 		{"a bad day", []string{"ledger", "--day", "yesterday"}, nil, 2},
+		{"today, the day of purchase", []string{"ledger", "--day", "today"}, []string{"DAY", time.Now().UTC().Format(time.DateOnly)}, 0},
+		{"a day with no purchase", []string{"ledger", "--day", "2026-12-02"}, nil, 1},
 		{"an observation", []string{"observation", job}, []string{"replayed  false", "TITLE", "espresso scale"}, 0},
 		{"no observation", []string{"observation", "0123456789abcdef0123456789abcdef"}, nil, 1},
 		{"lag", []string{"projections", "lag"}, []string{"pending events        0"}, 0},
