@@ -19,6 +19,9 @@ type Config struct {
 	// Worker and Version name the engine on the status page.
 	Worker  string
 	Version string
+	// Sandbox, when set, says where the sandbox the engine talks to is:
+	// the page then shows a sandbox banner with it.
+	Sandbox string
 	// Streams and Buckets must be there for the engine to be ready.
 	Streams []string
 	Buckets []string

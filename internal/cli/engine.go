@@ -138,7 +138,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	stopFold := keepFold(js, tally, log)
 	cleanup = append(cleanup, stopFold)
 	if ep != nil {
-		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
+		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), sandbox: f.sandboxAt, projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
 			limiter: n.lim}
 		ep.Handle(ops.server().Handler())
 	}
@@ -257,6 +257,7 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 			cfg.Token = token
 		}
 		say("SANDBOX MODE: searches go to the sandbox at %s and nothing is bought", f.sandboxURL)
+		f.sandboxAt = hostOf(f.sandboxURL)
 	case errors.Is(err, serper.ErrNoToken) && url == "":
 		sbCfg := sandbox.Config{SearchTime: 50 * time.Millisecond}
 		if f.sandboxConfig != "" {
@@ -280,6 +281,7 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 		}
 		*cleanup = append(*cleanup, func() { _ = sb.Close() })
 		say("SANDBOX MODE: no %s is set, so searches go to the built-in sandbox at %s and nothing is bought", serper.TokenEnv, sbURL)
+		f.sandboxAt = sbURL
 		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = sbURL, sandbox.DefaultToken, true
 	case err != nil && !errors.Is(err, serper.ErrNoToken):
 		return nil, fmt.Errorf("%w: %v", errUsage, err)

@@ -44,6 +44,8 @@ type engineFlags struct {
 	name        string
 	ops         opsFlags
 
+	// sandboxAt is the sandbox's address when the engine talks to one.
+	sandboxAt string
 	// env and logOut are the process's environment and log stream.
 	env    func(string) string
 	logOut io.Writer
