@@ -48,7 +48,7 @@ func TestCallerMessages(t *testing.T) {
 	for err, want := range map[error]string{
 		aggregate.ErrNoJob:    "no such job: nothing was scheduled with this job id",
 		aggregate.ErrTerminal: "the job is finished: nothing can change it now",
-		&aggregate.LeasedError{Worker: "w1", Until: until}: "a search of this job is in flight (worker w1 holds it until 2026-12-02T14:00:30Z): try again after that",
+		&aggregate.LeasedError{Worker: "w1", Until: until}:                           "a search of this job is in flight (worker w1 holds it until 2026-12-02T14:00:30Z): try again after that",
 		fmt.Errorf("%w: a cancellation says who cancels", aggregate.ErrInvalidInput): "invalid input: a cancellation says who cancels",
 	} {
 		require.Equal(t, want, callerMessage(err))
