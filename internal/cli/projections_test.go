@@ -191,7 +191,7 @@ func (v *views) rebuildAndAudit(t *testing.T) {
 		out, err = cli(t, url, "audit", "--ledger", v.r.sandboxURL)
 		require.NoError(t, err, out)
 		require.Contains(t, out, "every promise kept")
-		require.Contains(t, out, "commands        5: 3 became jobs, 2 rejected, 0 pending at the intake, 0 stuck, 0 lost")
+		require.Contains(t, out, "commands        5: 3 became jobs, 2 rejected, 0 schedule operations, 0 pending at the intake, 0 stuck, 0 lost")
 		require.Contains(t, out, "billing ledger  3 charges: 3 observations")
 	}
 	out, err = cli(t, url, "audit", "-o", "json")
