@@ -53,7 +53,7 @@ func runAudit(ctx context.Context, args []string, env func(string) string, stdou
 	f.out = outputFlag(fs)
 	fs.StringVar(&f.eventsFile, "events", "", "audit a recorded log instead: a file of the log's message bodies, one JSON per line (an event, or an array of the events of one append), in log order")
 	fs.StringVar(&f.ledgerURL, "ledger", "", "join the provider's billing ledger at this API base URL (token from "+serper.TokenEnv+" or --token-file)")
-	fs.StringVar(&f.ledgerFile, "ledger-file", "", "join a billing ledger export instead: {\"entries\":[...]} as GET /v1/billing/ledger answers")
+	fs.StringVar(&f.ledgerFile, "ledger-file", "", "join a billing ledger export instead: {\"entries\":[...]} as GET /v1/billing/ledger answers (the sandbox exports every charge of a day with ?day=YYYY-MM-DD)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token for --ledger")
 	fs.StringVar(&f.now, "now", "", "judge pending jobs and commands at this RFC 3339 time (default: now)")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", audit.DefaultStuckAfter, "how long a job may be overdue, or a command wait for its consumer, before it counts as stuck")
