@@ -327,7 +327,7 @@ func (e *readmeEnv) natsCLI(t *testing.T, args []string) {
 		msg, err := e.nc.Request(pos[1], []byte(pos[2]), 5*time.Second)
 		require.NoError(t, err)
 		require.Empty(t, msg.Header.Get("Nats-Service-Error-Code"), "%s", msg.Data)
-	case "stream view", "stream info":
+	case "stream view", "stream info", "stream get":
 		_, err := e.js.Stream(ctx, pos[2])
 		require.NoError(t, err)
 	case "kv get", "kv ls", "kv watch":
