@@ -440,9 +440,6 @@ func (f *engineFlags) openNATS(ctx context.Context, js jetstream.JetStream, api 
 		return nil, err
 	}
 	n.timers = snats.NewTimers(js, n.clock.Now)
-	if n.accts, n.lim, err = f.startAccounts(ctx, f.env, js, api, n.clock.Now, log, say, &n.closers); err != nil {
-		return nil, err
-	}
 	if n.schedules, err = openSchedules(ctx, js, n.timers, n.clock.Now, log); err != nil {
 		return nil, err
 	}
@@ -464,6 +461,10 @@ func (f *engineFlags) openNATS(ctx context.Context, js jetstream.JetStream, api 
 		if n.proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: f.workerName(), Logger: log}); err != nil {
 			return nil, err
 		}
+	}
+	// Last, so a failed try does not print the accounts again.
+	if n.accts, n.lim, err = f.startAccounts(ctx, f.env, js, api, n.clock.Now, log, say, &n.closers); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
