@@ -182,3 +182,28 @@ func TestRunKeepsTheServerLogQuiet(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWaitsForAClusterQuorum starts serpent run on a 3-node cluster
+// that has lost two nodes: its streams and buckets have no leader, and
+// every lookup fails. It waits, and gets ready once the nodes are back.
+func TestRunWaitsForAClusterQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	t.Parallel()
+	c := natstest.RunCluster(t, 3)
+	args := []string{"--nats-url", c.URL(), "--replicas", "3", "--http", "127.0.0.1:0", "--sweep-every", "0"}
+	first := startEngineOn(t, nil, args...) // provisions the streams and buckets
+	first.stop(t)
+
+	c.Shutdown(c.Nodes[1])
+	c.Shutdown(c.Nodes[2])
+	r := startEngineEarly(t, args...)
+	r.waitReadyz(t, http.StatusServiceUnavailable, "FAIL starting: open streams, buckets and consumers: ")
+	require.NotContains(t, r.stdout.String(), "ready with")
+
+	c.Restart(t, c.Nodes[1])
+	c.Restart(t, c.Nodes[2])
+	r.waitReadyz(t, http.StatusOK, "ok   stream SERP_EVENTS")
+	require.Contains(t, r.stdout.String(), "ready with")
+}
