@@ -76,7 +76,7 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.BoolVar(&f.groupCommit, "group-commit", true, "write appends of concurrent jobs together in atomic batches (one disk flush for many)")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of the status page, /metrics, /healthz and /readyz (empty: none)")
 	f.ops.register(fs)
-	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
+	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
 	fs.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "how long a due job may go without a sign of life from its worker before another worker takes it")
 	fs.DurationVar(&f.sweepEvery, "sweep-every", 10*time.Minute, "how often to look for jobs and recurring schedules whose timer was lost, in turns with the other engines (0: only at start)")
 	fs.StringVar(&f.rulesFile, "outcome-rules", "", "JSON file of extra outcome table rows, e.g. [{\"status\":500,\"class\":\"retryable\",\"action\":\"retry_new_key\"}]")
