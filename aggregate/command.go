@@ -222,6 +222,20 @@ func JobID(slot time.Time, body string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// IsJobID reports whether id has the form JobID gives every job: 32
+// lowercase hex characters.
+func IsJobID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func isLetters(s string, n int) bool {
 	if len(s) != n {
 		return false

@@ -281,6 +281,8 @@ func TestCommands(t *testing.T) {
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
 		{"a stray its consumer has not reached", []audit.Command{{Seq: 1, Invalid: "nothing reads serp.cmd.x", Stray: true}}, nil, 5,
 			audit.CommandSummary{Commands: 1, Pending: 1}, nil},
+		{"schedule operations, one rejected", []audit.Command{{Seq: 1, ScheduleOp: true}, {Seq: 2, ScheduleOp: true}},
+			map[uint64]string{2: "unknown_subject"}, 0, audit.CommandSummary{Commands: 2, Rejected: 1, ScheduleOps: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

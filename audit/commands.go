@@ -18,6 +18,10 @@ type Command struct {
 	// Stray says the command is on a subject nothing reads: the
 	// serpent-strays consumer's to reject, not the intake's.
 	Stray bool
+	// ScheduleOp says the command is an operation on recurring schedules
+	// (serp.cmd.schedules.<op>): it changes a schedule, not a job, or is
+	// rejected.
+	ScheduleOp bool
 	// Source is how the engine names the command as a job's source
 	// (JobScheduled.Source): a command rejected and also made into its
 	// job under this name was both.
@@ -52,6 +56,10 @@ type CommandSummary struct {
 	// be one job); Rejected those with a rejection record.
 	Jobs     int `json:"jobs"`
 	Rejected int `json:"rejected"`
+	// ScheduleOps counts operations on recurring schedules without a
+	// rejection: applied, or still at their consumer. Their effect is in
+	// the serp_schedules bucket, not in the log.
+	ScheduleOps int `json:"schedule_ops"`
 	// Pending counts commands their consumer may not have settled yet
 	// (after its acknowledgement floor, and outstanding as far as its
 	// information tells), for no longer than the stuck_after, and that
@@ -115,6 +123,10 @@ func (a *Auditor) Commands(cmds []Command, rejected map[uint64]string, intake, s
 		hasJob := job != nil
 		ownJob := hasJob && c.Source != "" && job.Source == c.Source
 		switch {
+		case c.ScheduleOp && isRejected:
+			sum.Rejected++
+		case c.ScheduleOp:
+			sum.ScheduleOps++
 		case isRejected && ownJob:
 			sum.Rejected++
 			a.findings = append(a.findings, Finding{Rule: RuleCommand, Seq: c.Seq, JobID: c.JobID,

@@ -94,5 +94,8 @@ func parseJobRequest(data []byte, shape *jsonShape) (JobRequest, error) {
 	if err := events.ValidateJobID(req.JobID); err != nil {
 		return req, errors.Join(ErrBadRequest, err)
 	}
+	if !aggregate.IsJobID(req.JobID) {
+		return req, fmt.Errorf("%w: %q is not a job id: a job id is 32 lowercase hex characters, as scheduling answers it", ErrBadRequest, req.JobID)
+	}
 	return req, nil
 }

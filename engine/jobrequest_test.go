@@ -82,7 +82,9 @@ func TestJobOps(t *testing.T) {
 		op, payload string
 		want        error
 	}{
-		{"status", "job-that-is-not-there", aggregate.ErrNoJob},
+		{"status", "0123456789abcdef0123456789abcdef", aggregate.ErrNoJob},
+		{"status", "hello", engine.ErrBadRequest},
+		{"cancel", "job-that-is-not-there", engine.ErrBadRequest},
 		{"status", "", engine.ErrBadRequest},
 		{"status", `{"job_id":"not a job id"}`, engine.ErrBadRequest},
 		{"frobnicate", job, engine.ErrBadRequest},

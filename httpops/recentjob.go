@@ -55,8 +55,21 @@ func recentJobOf(v projections.JobView, now time.Time) recentJob {
 		}
 		j.Outcome = strings.Join(parts, " ") + " → " + o.Action
 	}
+	if c := v.Cancelled; c != nil {
+		text := "cancelled by " + c.By
+		if c.Reason != "" {
+			text += ": " + c.Reason
+		}
+		if c.Unresolved != "" {
+			text += " (the last send of key " + keyPrefix(c.Unresolved) + " has no known outcome)"
+		}
+		if j.Outcome != "" {
+			text = j.Outcome + "; then " + text
+		}
+		j.Outcome = text
+	}
 	if v.NextRunAt != nil {
-		j.Waits = "until " + v.NextRunAt.UTC().Format("15:04:05") + " (" + until(now, *v.NextRunAt) + ")"
+		j.Waits = waitUntil(now, *v.NextRunAt)
 	}
 	return j
 }

@@ -1,11 +1,7 @@
 package httpops
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -23,6 +19,9 @@ type Config struct {
 	// Worker and Version name the engine on the status page.
 	Worker  string
 	Version string
+	// Sandbox, when set, says where the sandbox the engine talks to is:
+	// the page then shows a sandbox banner with it.
+	Sandbox string
 	// Streams and Buckets must be there for the engine to be ready.
 	Streams []string
 	Buckets []string
@@ -73,20 +72,9 @@ func (s *Server) Handler() http.Handler {
 // Serve listens on addr and serves until stop is called. It returns the
 // address it listens on.
 func (s *Server) Serve(addr string) (string, func(), error) {
-	ln, err := net.Listen("tcp", addr)
+	e, err := Listen(addr, s.Handler(), s.cfg.Logger)
 	if err != nil {
-		return "", nil, fmt.Errorf("HTTP endpoint on %s: %w (use --http)", addr, err)
+		return "", nil, err
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.cfg.Logger.Error("HTTP endpoint stopped", "err", err)
-		}
-	}()
-	stop := func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer scancel()
-		_ = srv.Shutdown(sctx)
-	}
-	return ln.Addr().String(), stop, nil
+	return e.Addr(), e.Stop, nil
 }

@@ -188,14 +188,15 @@ func TestStatusPage(t *testing.T) {
 		`data-state="succeeded"><div class="n">4</div>`,
 		`data-state="total"><div class="n">6</div>`,
 		`data-state="purchases"><div class="n">5</div>`,
-		`<tr data-account="team-a">`, "3 pages, $0.00", "500 pages", "<td>1 of 4</td>", "rate limited",
+		`<tr data-account="team-a">`, "3 pages, $0.003", "500 pages", "<td>1 of 4</td>", "rate limited",
 		`<tr data-job="` + jobs[0][0].JobID + `">`, "first sent",
 		"No job is waiting for the billing ledger.",
-		`<title>` + day[5:] + `: 4 pages, $0.00 estimated</title>`,
+		`<title>` + day[5:] + `: 4 pages, $0.004 estimated</title>`,
 	} {
 		require.Contains(t, page, want)
 	}
 	require.NotContains(t, page, "Still counting")
+	require.NotContains(t, page, "SANDBOX MODE", "no banner with the real API")
 	require.Equal(t, len(jobs), strings.Count(page, `<tr data-job=`))
 
 	src.lagErr, src.last = errors.New("no consumer"), recs[len(recs)-1].Seq+1
@@ -209,4 +210,8 @@ func TestStatusPage(t *testing.T) {
 	src.lagErr, src.daysErr, src.unread = nil, nil, []string{day}
 	_, page = serve(t, srv, "/")
 	require.Contains(t, page, "spend per day not read for "+day+": shown as nothing bought")
+
+	srv = httpops.New(httpops.Config{Source: src, Tally: tally, Sandbox: "http://127.0.0.1:8790", Now: clock})
+	_, page = serve(t, srv, "/")
+	require.Contains(t, page, `<div class="sandbox" id="sandbox">SANDBOX MODE: searches go to the sandbox at http://127.0.0.1:8790 and nothing is bought.</div>`)
 }

@@ -28,7 +28,7 @@ var statusHTML string
 var statusTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ago":    func(now, t time.Time) string { return ago(now, t) },
 	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"money":  func(micros int64) string { return fmt.Sprintf("$%.2f", float64(micros)/1e6) },
+	"money":  money,
 	"plural": plural,
 }).Parse(statusHTML))
 
@@ -38,6 +38,7 @@ type statusData struct {
 	Refresh     int
 	Worker      string
 	Version     string
+	Sandbox     string
 	NATS        string
 	Counted     bool // the tally has read the log up to its end
 	Counts      projections.TallyCounts
@@ -76,7 +77,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) collectStatus(ctx context.Context, now time.Time) statusData {
 	src, tally := s.cfg.Source, s.cfg.Tally
 	_, state := src.Connection()
-	d := statusData{Now: now, Refresh: statusRefresh, Worker: s.cfg.Worker, Version: s.cfg.Version, NATS: state}
+	d := statusData{Now: now, Refresh: statusRefresh, Worker: s.cfg.Worker, Version: s.cfg.Version, Sandbox: s.cfg.Sandbox, NATS: state}
 	d.Counts = tally.Counts()
 	for _, st := range aggregate.Statuses() {
 		d.States = append(d.States, stateCount{State: st, N: d.Counts.Jobs[st], Terminal: st.Terminal()})

@@ -2,6 +2,7 @@ package httpops
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,30 @@ func roughly(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// money writes micro-dollars as dollars with at least two decimals and
+// as many more as a fraction of a cent needs: $0.003, $1.50.
+func money(micros int64) string {
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%06d", micros%1e6), "0")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return fmt.Sprintf("%s$%d.%s", sign, micros/1e6, frac)
+}
+
+// waitUntil says when t is: its time of day if it is today (UTC), else
+// its date too, and how long from now.
+func waitUntil(now, t time.Time) string {
+	layout := "15:04:05"
+	if t.UTC().Format(time.DateOnly) != now.UTC().Format(time.DateOnly) {
+		layout = "2006-01-02 15:04:05"
+	}
+	return "until " + t.UTC().Format(layout) + " UTC (" + until(now, t) + ")"
 }
 
 // plural picks the word for n things.

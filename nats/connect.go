@@ -188,6 +188,9 @@ func (c *ConnConfig) Connect() (*natsgo.Conn, error) {
 		natsgo.MaxReconnects(-1),
 		natsgo.CustomReconnectDelay(reconnectDelay),
 		natsgo.DisconnectErrHandler(func(nc *natsgo.Conn, err error) {
+			if err == nil && (nc.IsDraining() || nc.IsClosed()) {
+				return // this process closes it
+			}
 			log.Warn("nats: disconnected", "server", redactURL(nc.ConnectedUrl()), "err", err)
 		}),
 		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {

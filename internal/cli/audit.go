@@ -53,7 +53,7 @@ func runAudit(ctx context.Context, args []string, env func(string) string, stdou
 	f.out = outputFlag(fs)
 	fs.StringVar(&f.eventsFile, "events", "", "audit a recorded log instead: a file of the log's message bodies, one JSON per line (an event, or an array of the events of one append), in log order")
 	fs.StringVar(&f.ledgerURL, "ledger", "", "join the provider's billing ledger at this API base URL (token from "+serper.TokenEnv+" or --token-file)")
-	fs.StringVar(&f.ledgerFile, "ledger-file", "", "join a billing ledger export instead: {\"entries\":[...]} as GET /v1/billing/ledger answers")
+	fs.StringVar(&f.ledgerFile, "ledger-file", "", "join a billing ledger export instead: {\"entries\":[...]} as GET /v1/billing/ledger answers (the sandbox exports every charge of a day with ?day=YYYY-MM-DD)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token for --ledger")
 	fs.StringVar(&f.now, "now", "", "judge pending jobs and commands at this RFC 3339 time (default: now)")
 	fs.DurationVar(&f.stuckAfter, "stuck-after", audit.DefaultStuckAfter, "how long a job may be overdue, or a command wait for its consumer, before it counts as stuck")
@@ -208,8 +208,9 @@ func commandConsumer(ctx context.Context, js jetstream.JetStream, name string) (
 	return audit.Consumer{Floor: info.AckFloor.Stream, Delivered: info.Delivered.Stream, Outstanding: info.NumAckPending}, true, nil
 }
 
-// checkCommands reads every rejection and every command (schedule
-// operations aside), and checks each became a job or a rejection.
+// checkCommands reads every rejection and every command, and checks each
+// became a job or a rejection; an operation on recurring schedules is
+// counted, as rejected or not.
 func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor, intake, strays audit.Consumer, bar *progress) error {
 	rejected := map[uint64]string{} // command sequence: the rejection's reason
 	_, err := snats.NewLog(js, snats.RejectStream, snats.RejectSubjectPrefix+">").Read(ctx, 1, 0, 1024, func(msgs []snats.Message) error {
@@ -233,7 +234,10 @@ func checkCommands(ctx context.Context, js jetstream.JetStream, a *audit.Auditor
 	_, err = snats.NewLog(js, snats.CommandStream, snats.CommandSubjects).Read(ctx, 1, 0, 1024, func(msgs []snats.Message) error {
 		for _, m := range msgs {
 			if strings.HasPrefix(m.Subject, snats.ScheduleOpPrefix) {
-				continue // schedule operations change schedules, not jobs
+				// Schedule operations change schedules, not jobs: they
+				// are counted, and matched to their rejections.
+				cmds = append(cmds, audit.Command{Seq: m.Seq, ScheduleOp: true, At: m.Time})
+				continue
 			}
 			c := parseCommand(m.Seq, m.Subject, m.Data)
 			c.Stray = m.Subject != snats.ScheduleSubject
@@ -424,8 +428,8 @@ func printReport(w io.Writer, r audit.Report) error {
 			r.DoubleCharges, len(r.DoubleChargedJobs), strings.Join(r.DoubleChargedJobs, ", "))
 	}
 	if c := r.Commands; c != nil {
-		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d pending at the intake, %d stuck, %d lost\n",
-			c.Commands, c.Jobs, c.Rejected, c.Pending, c.Stuck, c.Lost)
+		fmt.Fprintf(tw, "commands\t%d: %d became jobs, %d rejected, %d schedule operations, %d pending at the intake, %d stuck, %d lost\n",
+			c.Commands, c.Jobs, c.Rejected, c.ScheduleOps, c.Pending, c.Stuck, c.Lost)
 	}
 	if l := r.Ledger; l != nil {
 		fmt.Fprintf(tw, "billing ledger\t%d charges: %d observations, %d found by reconciliation, %d double charges of the API found live, %d in flight, %d on cancelled jobs, %d unexplained; %d billed pages, %s\n",

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -135,4 +136,47 @@ func TestAuditLostCommandsBehindAStuckFloor(t *testing.T) {
 	for _, v := range rep.Violations {
 		require.Contains(t, v.Detail, "the intake has not settled it")
 	}
+}
+
+// TestAuditCountsEveryCommand: serpent audit counts as many commands and
+// rejections as SERP_COMMANDS and SERP_REJECTED hold, operations on
+// recurring schedules among them, an unknown one included.
+func TestAuditCountsEveryCommand(t *testing.T) {
+	t.Parallel()
+	r := startEngine(t, nil, "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http", "", "--log-level", "error")
+	_, js := natstest.Connect(t, r.natsURL)
+	ctx := context.Background()
+	publishCommands(t, ctx, js, "2026-12-02T14:00:00Z")
+	for subject, body := range map[string]string{
+		snats.ScheduleSubject:        `{"slot":"tomorrow"}`,
+		"serp.cmd.schedules.create":  `{"id":"grinder","schedule":"@daily","query":"grinder","country":"DE","language":"de","device":"desktop"}`,
+		"serp.cmd.schedules.explode": `{"id":"grinder"}`,
+	} {
+		_, err := js.Publish(ctx, subject, []byte(body))
+		require.NoError(t, err)
+	}
+	var rep auditCommands
+	natstest.WaitFor(t, 30*time.Second, func() error {
+		out, err := cli(t, r.natsURL, "audit", "-o", "json", "--progress=false")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			return err
+		}
+		if rep.Commands.Pending > 0 || rep.Commands.Rejected < 2 {
+			return fmt.Errorf("not settled yet: %+v", rep.Commands)
+		}
+		return nil
+	})
+	count := func(stream string) int {
+		s, err := js.Stream(ctx, stream)
+		require.NoError(t, err)
+		info, err := s.Info(ctx)
+		require.NoError(t, err)
+		return int(info.State.Msgs)
+	}
+	require.Equal(t, audit.CommandSummary{Commands: 4, Jobs: 1, Rejected: 2, ScheduleOps: 1}, rep.Commands)
+	require.Equal(t, count(snats.CommandStream), rep.Commands.Commands)
+	require.Equal(t, count(snats.RejectStream), rep.Commands.Rejected)
 }

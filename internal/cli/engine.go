@@ -20,6 +20,7 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/eventstore/group"
+	"github.com/serpent-engine/serpent/httpops"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/consume"
 	"github.com/serpent-engine/serpent/nats/projector"
@@ -35,6 +36,7 @@ func init() {
 // runEngine is "serpent run".
 func runEngine(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	fs, f := newEngineFlags(stderr)
+	f.env = env
 	withProjections := fs.Bool("projections", true, "keep the serp_status, serp_ledger and serp_observations buckets up to date (one process applies at a time)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -73,50 +75,57 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 
-	// NATS: an existing server or cluster, else an embedded one.
-	nc, js, err := f.startNATS(env, log, say, &cleanup)
+	// The HTTP endpoint listens first: while NATS is not ready, /readyz
+	// says why.
+	state := &startState{}
+	var ep *httpops.Endpoint
+	if f.httpAddr != "" {
+		if ep, err = httpops.Listen(f.httpAddr, httpops.Starting(state.get), log); err != nil {
+			return err
+		}
+		cleanup = append(cleanup, ep.Stop)
+		say("status page on http://%s/ (metrics on /metrics)", ep.Addr())
+		say("health on http://%s/healthz (readiness on /readyz)", ep.Addr())
+	}
+	st := &starter{state: state, log: log, timeout: f.connectTimeout}
+	if f.connectTimeout > 0 {
+		st.deadline = time.Now().Add(f.connectTimeout)
+	}
+
+	// NATS: an existing server or cluster, else an embedded one. Both it
+	// and the streams, buckets and consumers may not be ready yet.
+	nc, js, err := f.startNATS(ctx, st, env, log, say, &cleanup)
+	var n *natsParts
+	if err == nil {
+		err = st.keepTrying(ctx, "open streams, buckets and consumers", func(ctx context.Context) error {
+			var err error
+			n, err = f.openNATS(ctx, js, api, *withProjections, log, say)
+			return err
+		})
+	}
+	if err != nil && ctx.Err() != nil {
+		say("stopped before NATS was ready (%v)", context.Cause(ctx))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}); err != nil {
-		return err
-	}
-	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
-		return err
-	}
-	// Every engine decides by the NATS server's clock, so the times one
-	// stamps (a lease's end, a key's deadline) mean the same to another.
-	clock, err := snats.NewServerClock(ctx, js, nil, log)
-	if err != nil {
-		return err
-	}
-	cleanup = append(cleanup, clock.Close)
-	st, err := snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log})
-	if err != nil {
-		return err
-	}
-	var events engine.Store = st
+	cleanup = append(cleanup, n.close)
+	clock := n.clock
+	var events engine.Store = n.store
 	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now)
 	if f.groupCommit {
-		c := group.New(st, group.Options{OnCommit: mx.Committed})
+		c := group.New(n.store, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)
 		events = c
 	}
 	events = mx.TimeAppends(events)
-	timers := snats.NewTimers(js, clock.Now)
-	accts, lim, err := f.startAccounts(ctx, env, js, api, clock.Now, log, say, &cleanup)
-	if err != nil {
-		return err
-	}
-	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
+	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: n.timers, Accounts: n.accts, Limiter: n.lim,
 		Policy: f.policy, Table: table, Logger: log, Observer: mx, Now: clock.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	schedules, err := openSchedules(ctx, js, timers, clock.Now, log)
-	if err != nil {
-		return err
-	}
+	schedules := n.schedules
 	schedules.CheckAccountsWith(eng.CheckAccount)
 	svc, err := service.Start(ctx, nc, eng, schedules)
 	if err != nil {
@@ -128,43 +137,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	// a periodic sweep stops it after the sweep at start.
 	stopFold := keepFold(js, tally, log)
 	cleanup = append(cleanup, stopFold)
-	if f.httpAddr != "" {
-		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
-			limiter: lim}
-		addr, stop, err := ops.server().Serve(f.httpAddr)
-		if err != nil {
-			return err
-		}
-		cleanup = append(cleanup, stop)
-		say("status page on http://%s/ (metrics on /metrics)", addr)
-		say("health on http://%s/healthz (readiness on /readyz)", addr)
+	if ep != nil {
+		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), sandbox: f.sandboxAt, projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
+			limiter: n.lim}
+		ep.Handle(ops.server().Handler())
 	}
-	intake, err := snats.Consumer(ctx, js, snats.CommandStream, snats.IntakeConsumer)
-	if err != nil {
-		return err
-	}
-	work, err := snats.Consumer(ctx, js, snats.WorkStream, snats.WorkConsumer)
-	if err != nil {
-		return err
-	}
-	firing, err := snats.Consumer(ctx, js, snats.WorkStream, snats.ScheduleConsumer)
-	if err != nil {
-		return err
-	}
-	scheduleCmds, err := snats.Consumer(ctx, js, snats.CommandStream, snats.ScheduleAdminConsumer)
-	if err != nil {
-		return err
-	}
-	strays, err := snats.Consumer(ctx, js, snats.CommandStream, snats.StrayConsumer)
-	if err != nil {
-		return err
-	}
-	var proj *projector.Runner
-	if *withProjections {
-		if proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: eng.Name(), Logger: log}); err != nil {
-			return err
-		}
-	}
+	intake, work, firing, scheduleCmds, strays, proj := n.intake, n.work, n.firing, n.scheduleCmds, n.strays, n.proj
 	say("worker %s ready with %d slots; publish schedule commands on %s", eng.Name(), f.workers, snats.ScheduleSubject)
 
 	// The loops run until ctx ends. One that ends on its own (its consumer
@@ -198,6 +176,14 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 			stopLoops()
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-loops.Done()
+		if ctx.Err() != nil {
+			say("stopping (%v); searches in flight have up to %s (--grace) to finish", context.Cause(ctx), f.grace)
+		}
+	}()
 	rejections := consume.NewRejections(js)
 	loop("intake", func(ctx context.Context) error {
 		return consume.Intake(ctx, eng, rejections, intake, consume.Options{Concurrency: f.intakeConc, Logger: log})
@@ -271,6 +257,7 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 			cfg.Token = token
 		}
 		say("SANDBOX MODE: searches go to the sandbox at %s and nothing is bought", f.sandboxURL)
+		f.sandboxAt = hostOf(f.sandboxURL)
 	case errors.Is(err, serper.ErrNoToken) && url == "":
 		sbCfg := sandbox.Config{SearchTime: 50 * time.Millisecond}
 		if f.sandboxConfig != "" {
@@ -294,6 +281,7 @@ func (f *engineFlags) startAPI(env func(string) string, log *slog.Logger, say fu
 		}
 		*cleanup = append(*cleanup, func() { _ = sb.Close() })
 		say("SANDBOX MODE: no %s is set, so searches go to the built-in sandbox at %s and nothing is bought", serper.TokenEnv, sbURL)
+		f.sandboxAt = sbURL
 		cfg.BaseURL, cfg.Token, cfg.AllowShortTimeout = sbURL, sandbox.DefaultToken, true
 	case err != nil && !errors.Is(err, serper.ErrNoToken):
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
@@ -347,7 +335,8 @@ func (f *engineFlags) checkRealAPI() error {
 }
 
 // startNATS connects to the configured NATS, or starts an embedded server.
-func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (*natsgo.Conn, jetstream.JetStream, error) {
+// It keeps trying to connect (see starter).
+func (f *engineFlags) startNATS(ctx context.Context, st *starter, env func(string) string, log *slog.Logger, say func(string, ...any), cleanup *[]func()) (*natsgo.Conn, jetstream.JetStream, error) {
 	if !f.nats.configured(env) {
 		host, portStr, err := net.SplitHostPort(f.natsListen)
 		if err != nil {
@@ -361,7 +350,7 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 			port = -1
 		}
 		emb, err := snats.StartEmbedded(snats.EmbeddedConfig{Dir: f.dataDir, Host: host, Port: port,
-			Logger: log})
+			Logger: f.serverLog(log)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("embedded NATS on %s: %w (is another serpent or nats-server running? use --nats-listen)", f.natsListen, err)
 		}
@@ -369,7 +358,15 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 		f.nats.conn.URLs = []string{emb.ClientURL()}
 		say("embedded NATS with JetStream at %s (fsync on every write), data in %s", emb.ClientURL(), f.dataDir)
 	}
-	nc, js, err := f.nats.connect(env, log, "serpent run")
+	var (
+		nc *natsgo.Conn
+		js jetstream.JetStream
+	)
+	err := st.keepTrying(ctx, "connect to NATS", func(context.Context) error {
+		var err error
+		nc, js, err = f.nats.connect(env, log, "serpent run")
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -378,6 +375,98 @@ func (f *engineFlags) startNATS(env func(string) string, log *slog.Logger, say f
 		say("connected to NATS at %s", snats.RedactURL(nc.ConnectedUrl())) // ConnectedUrlRedacted keeps a token
 	}
 	return nc, js, nil
+}
+
+// serverLog is the embedded server's logger: its warnings and errors
+// always, its notices (the start-up banner among them) with --nats-log.
+func (f *engineFlags) serverLog(log *slog.Logger) *slog.Logger {
+	if f.natsLog {
+		return log
+	}
+	quiet, err := logFlags{format: f.log.format, level: "warn"}.logger(f.logOut)
+	if err != nil || !quiet.Enabled(context.Background(), slog.LevelWarn) || !log.Enabled(context.Background(), slog.LevelWarn) {
+		return log
+	}
+	return quiet
+}
+
+// natsParts are the streams, buckets and consumers serpent run opens at
+// start, and what it builds on them.
+type natsParts struct {
+	clock        *snats.ServerClock
+	store        *snats.EventStore
+	timers       *snats.Timers
+	accts        map[string]engine.API
+	lim          *engine.Limiter
+	schedules    *engine.Schedules
+	intake       jetstream.Consumer
+	work         jetstream.Consumer
+	firing       jetstream.Consumer
+	scheduleCmds jetstream.Consumer
+	strays       jetstream.Consumer
+	proj         *projector.Runner
+	closers      []func()
+}
+
+func (n *natsParts) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+// openNATS makes or checks the streams, buckets and consumers, and opens
+// what the engine needs of them. On an error it closes what it opened.
+func (f *engineFlags) openNATS(ctx context.Context, js jetstream.JetStream, api *serper.Client, withProjections bool,
+	log *slog.Logger, say func(string, ...any)) (_ *natsParts, err error) {
+	n := &natsParts{}
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+	if _, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}); err != nil {
+		return nil, err
+	}
+	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
+		return nil, err
+	}
+	// Every engine decides by the NATS server's clock, so the times one
+	// stamps (a lease's end, a key's deadline) mean the same to another.
+	if n.clock, err = snats.NewServerClock(ctx, js, nil, log); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, n.clock.Close)
+	if n.store, err = snats.NewEventStore(ctx, js, snats.EventStoreOptions{Logger: log}); err != nil {
+		return nil, err
+	}
+	n.timers = snats.NewTimers(js, n.clock.Now)
+	if n.schedules, err = openSchedules(ctx, js, n.timers, n.clock.Now, log); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		p               *jetstream.Consumer
+		stream, durable string
+	}{
+		{&n.intake, snats.CommandStream, snats.IntakeConsumer},
+		{&n.work, snats.WorkStream, snats.WorkConsumer},
+		{&n.firing, snats.WorkStream, snats.ScheduleConsumer},
+		{&n.scheduleCmds, snats.CommandStream, snats.ScheduleAdminConsumer},
+		{&n.strays, snats.CommandStream, snats.StrayConsumer},
+	} {
+		if *c.p, err = snats.Consumer(ctx, js, c.stream, c.durable); err != nil {
+			return nil, err
+		}
+	}
+	if withProjections {
+		if n.proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: f.workerName(), Logger: log}); err != nil {
+			return nil, err
+		}
+	}
+	// Last, so a failed try does not print the accounts again.
+	if n.accts, n.lim, err = f.startAccounts(ctx, f.env, js, api, n.clock.Now, log, say, &n.closers); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // onLoopback says whether an http(s) URL names this machine.

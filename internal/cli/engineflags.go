@@ -19,6 +19,10 @@ type engineFlags struct {
 	natsListen    string
 	replicas      int
 	updateStreams bool
+	// connectTimeout ends the start-up tries; 0 keeps trying.
+	connectTimeout time.Duration
+	// natsLog shows the embedded server's notices, its banner among them.
+	natsLog bool
 
 	apiURL        string
 	tokenFile     string
@@ -39,19 +43,27 @@ type engineFlags struct {
 	log         logFlags
 	name        string
 	ops         opsFlags
+
+	// sandboxAt is the sandbox's address when the engine talks to one.
+	sandboxAt string
+	// env and logOut are the process's environment and log stream.
+	env    func(string) string
+	logOut io.Writer
 }
 
 // DefaultAPIURL is the real Serper.live API.
 const DefaultAPIURL = "https://api.serper.live"
 
 func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
-	f := &engineFlags{policy: aggregate.DefaultPolicy()}
+	f := &engineFlags{policy: aggregate.DefaultPolicy(), logOut: stderr}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f.nats.registerOrEmbed(fs)
 	fs.StringVar(&f.dataDir, "data", "serpent-data", "folder of the embedded NATS server's data (used when no NATS URL is given)")
 	fs.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on (port 0: any free port)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of serpent's streams (3 on a 3-node cluster)")
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", 0, "give up when NATS, or a leader of each stream and bucket, is not there within this time (0: keep trying)")
+	fs.BoolVar(&f.natsLog, "nats-log", false, "show the embedded NATS server's notices, its start-up banner among them (its warnings and errors always show)")
 	fs.BoolVar(&f.updateStreams, "update-streams", false, "change existing streams in place when their settings differ (never destructively)")
 	fs.StringVar(&f.apiURL, "api-url", "", "Serper.live base URL (env SERPER_LIVE_URL; default "+DefaultAPIURL+" with a token, the built-in sandbox without)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default: env "+serper.TokenEnv+")")
@@ -64,7 +76,7 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.BoolVar(&f.groupCommit, "group-commit", true, "write appends of concurrent jobs together in atomic batches (one disk flush for many)")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address of the status page, /metrics, /healthz and /readyz (empty: none)")
 	f.ops.register(fs)
-	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
+	fs.DurationVar(&f.grace, "grace", 15*time.Second, "on SIGINT or SIGTERM, how long in-flight requests may finish before they are cut (a cut one resumes later with the same key)")
 	fs.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "how long a due job may go without a sign of life from its worker before another worker takes it")
 	fs.DurationVar(&f.sweepEvery, "sweep-every", 10*time.Minute, "how often to look for jobs and recurring schedules whose timer was lost, in turns with the other engines (0: only at start)")
 	fs.StringVar(&f.rulesFile, "outcome-rules", "", "JSON file of extra outcome table rows, e.g. [{\"status\":500,\"class\":\"retryable\",\"action\":\"retry_new_key\"}]")

@@ -25,7 +25,7 @@ func runLedger(ctx context.Context, args []string, env func(string) string, stdo
 	var nf natsFlags
 	nf.register(fs)
 	out := outputFlag(fs)
-	day := fs.String("day", "", "one UTC day, YYYY-MM-DD")
+	day := fs.String("day", "", "one UTC day of purchase, YYYY-MM-DD, or today")
 	job := fs.String("job", "", "one job's purchases")
 	key := fs.String("key", "", "one attempt key")
 	price := fs.Int64("price-micros", 0, "re-estimate spend at this price per page with results (default: the price the engine estimated with)")
@@ -33,7 +33,8 @@ func runLedger(ctx context.Context, args []string, env func(string) string, stdo
 		fmt.Fprint(fs.Output(), `Usage: serpent ledger [--day YYYY-MM-DD | --job JOB | --key KEY] [flags]
 
 Shows what serpent bought, from the serp_ledger bucket: every day by
-default. Spend is an ESTIMATE from pages with results times a price per
+default. A day is the UTC day a search was sent and bought, by the NATS
+server's clock, not the day of the job's slot. Spend is an ESTIMATE from pages with results times a price per
 page (free pages and price changes are not known to serpent); charges found
 by reconciliation are exact. "serpent audit --ledger URL" checks the
 provider's own ledger. Flags:
@@ -58,6 +59,9 @@ provider's own ledger. Flags:
 	}
 	if chosen > 1 {
 		return fmt.Errorf("%w: ledger takes one of --day, --job and --key", errUsage)
+	}
+	if *day == "today" {
+		*day = time.Now().UTC().Format(projections.DayLayout)
 	}
 	if *day != "" {
 		if _, err := time.Parse(projections.DayLayout, *day); err != nil {
@@ -111,7 +115,7 @@ provider's own ledger. Flags:
 	}
 	slices.SortFunc(days, func(a, b projections.DayLedger) int { return strings.Compare(a.Day, b.Day) })
 	if *day != "" && len(days) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("nothing in %s for %s", projections.LedgerBucket, *day)}
+		return &exitError{code: 1, err: fmt.Errorf("nothing in %s for %s: nothing was bought that UTC day (the ledger counts a search on the day it was bought, not on its slot's day)", projections.LedgerBucket, *day)}
 	}
 	if out.json() {
 		if days == nil {

@@ -21,6 +21,8 @@ type opsServer struct {
 	nc     *natsgo.Conn
 	js     jetstream.JetStream
 	worker string
+	// sandbox is the address of the sandbox the engine talks to, if any.
+	sandbox string
 	// projections is set when this process keeps the projection buckets;
 	// readiness then includes their lag.
 	projections bool
@@ -45,7 +47,7 @@ func (o *opsServer) server() *httpops.Server {
 		buckets = append(buckets, projector.ControlBucket)
 	}
 	return httpops.New(httpops.Config{Source: opsSource{nc: o.nc, js: o.js}, Tally: o.tally, Metrics: o.metrics.Handler(),
-		Worker: o.worker, Version: version,
+		Worker: o.worker, Version: version, Sandbox: o.sandbox,
 		Streams: []string{snats.EventStream, snats.CommandStream, snats.RejectStream, snats.WorkStream}, Buckets: buckets,
 		Projections: o.projections, ReadyMaxLag: o.ops.readyMaxLag, ReadyMaxBehind: o.ops.readyMaxBehind,
 		Refusals: refusals(o.limiter), Now: o.now, Logger: o.log})

@@ -113,6 +113,8 @@ func (v *views) tables(t *testing.T) {
 		{"days", []string{"ledger"}, []string{"DAY", "SEARCHES", "EST. SPEND", "~$"}, 0},
 		{"one job's purchases", []string{"ledger", "--job", job}, []string{"purchases     1 (0 re-purchases authorised)"}, 0},
 		{"a bad day", []string{"ledger", "--day", "yesterday"}, nil, 2},
+		{"today, the day of purchase", []string{"ledger", "--day", "today"}, []string{"DAY", time.Now().UTC().Format(time.DateOnly)}, 0},
+		{"a day with no purchase", []string{"ledger", "--day", "2026-12-02"}, nil, 1},
 		{"an observation", []string{"observation", job}, []string{"replayed  false", "TITLE", "espresso scale"}, 0},
 		{"no observation", []string{"observation", "0123456789abcdef0123456789abcdef"}, nil, 1},
 		{"lag", []string{"projections", "lag"}, []string{"pending events        0"}, 0},
@@ -189,7 +191,7 @@ func (v *views) rebuildAndAudit(t *testing.T) {
 		out, err = cli(t, url, "audit", "--ledger", v.r.sandboxURL)
 		require.NoError(t, err, out)
 		require.Contains(t, out, "every promise kept")
-		require.Contains(t, out, "commands        5: 3 became jobs, 2 rejected, 0 pending at the intake, 0 stuck, 0 lost")
+		require.Contains(t, out, "commands        5: 3 became jobs, 2 rejected, 0 schedule operations, 0 pending at the intake, 0 stuck, 0 lost")
 		require.Contains(t, out, "billing ledger  3 charges: 3 observations")
 	}
 	out, err = cli(t, url, "audit", "-o", "json")

@@ -48,7 +48,8 @@ Runs a simulator of the Serper.live search API until interrupted. It prints
 its base URL on stdout, then serves:
 
   POST /v1/search            the search (Authorization: Bearer, Idempotency-Key: a UUID)
-  GET  /v1/billing/ledger    ?idempotencyKey=K&requestId=R (repeatable or comma lists)
+  GET  /v1/billing/ledger    ?idempotencyKey=K&requestId=R&day=YYYY-MM-DD (repeatable or
+                             comma lists; a day lists every charge of that UTC day)
   GET  /v1/sandbox/stats     executions, charges, replays, faults, charges per body
 
 Fault draws come from --seed: the same requests in the same order meet the

@@ -120,9 +120,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 		"Billed pages and spend per day", "Reconciliation queue", "Recent jobs", "API accounts", "500 pages", "espresso scale", "first sent", "tries"} {
 		require.Contains(t, text, want)
 	}
+	require.Contains(t, text, "SANDBOX MODE: searches go to the sandbox at http://", "the page says it is in sandbox mode")
 	require.Regexp(t, `\b`+fmt.Sprint(jobs)+` jobs in all\b`, text)
 	require.Regexp(t, `\b0 double charges by serpent\b`, text)
-	require.Regexp(t, `default \d+ pages?, \$\d+\.\d\d 500 pages \d+ of 4`, text, "the account's spend against its budget and its searches in flight")
+	require.Regexp(t, `default \d+ pages?, \$\d+\.\d{2,6} 500 pages \d+ of 4`, text, "the account's spend against its budget and its searches in flight")
 	require.Regexp(t, `key [0-9a-f]{8} scheduled at \d\d:\d\d:\d\d`, text, "attempt timelines show keys")
 	today := time.Now().UTC().Format("01-02")
 	require.Regexp(t, today+` \$\d+\.\d\d`, text, "today's spend is under its bar")

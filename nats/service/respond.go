@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -30,7 +31,8 @@ func respond(r micro.Request, v any, opts ...micro.RespondOpt) {
 
 // respondError answers with a status code the caller can act on.
 func respondError(r micro.Request, err error) {
-	body := ErrorBody{Error: err.Error()}
+	msg := callerMessage(err)
+	body := ErrorBody{Error: msg}
 	code := "500"
 	var rej *engine.RejectError
 	var se *engine.ScheduleError
@@ -51,7 +53,31 @@ func respondError(r micro.Request, err error) {
 		code = "409"
 	}
 	data, _ := json.Marshal(body)
-	_ = r.Error(code, firstLine(err.Error()), data)
+	_ = r.Error(code, firstLine(msg), data)
+}
+
+// callerMessage says what went wrong in the caller's words: what is true
+// of the job, and what to do, without the engine's package names.
+func callerMessage(err error) string {
+	var leased *aggregate.LeasedError
+	switch {
+	case errors.As(err, &leased):
+		return fmt.Sprintf("a search of this job is in flight (worker %s holds it until %s): try again after that",
+			leased.Worker, leased.Until.UTC().Format(time.RFC3339))
+	case errors.Is(err, aggregate.ErrNoJob):
+		return "no such job: nothing was scheduled with this job id"
+	case errors.Is(err, aggregate.ErrTerminal):
+		return "the job is finished: nothing can change it now"
+	case errors.Is(err, aggregate.ErrNotAllowed):
+		detail := strings.TrimPrefix(strings.TrimPrefix(err.Error(), aggregate.ErrNotAllowed.Error()), ": ")
+		if detail == "" {
+			detail = "the job's state does not allow it"
+		}
+		return "not allowed: " + detail
+	case errors.Is(err, aggregate.ErrInvalidInput):
+		return strings.TrimPrefix(err.Error(), "aggregate: ")
+	}
+	return err.Error()
 }
 
 func firstLine(s string) string {

@@ -3,10 +3,14 @@ package service
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/require"
+
+	"github.com/serpent-engine/serpent/aggregate"
 )
 
 // refusingRequest is a request whose answers the server refuses (one
@@ -37,4 +41,16 @@ func TestAnAnswerTooBigIsAnError(t *testing.T) {
 	var body ErrorBody
 	require.NoError(t, json.Unmarshal(r.data, &body))
 	require.Contains(t, body.Error, "maximum payload exceeded")
+}
+
+func TestCallerMessages(t *testing.T) {
+	until := time.Date(2026, 12, 2, 14, 0, 30, 0, time.UTC)
+	for err, want := range map[error]string{
+		aggregate.ErrNoJob:    "no such job: nothing was scheduled with this job id",
+		aggregate.ErrTerminal: "the job is finished: nothing can change it now",
+		&aggregate.LeasedError{Worker: "w1", Until: until}:                           "a search of this job is in flight (worker w1 holds it until 2026-12-02T14:00:30Z): try again after that",
+		fmt.Errorf("%w: a cancellation says who cancels", aggregate.ErrInvalidInput): "invalid input: a cancellation says who cancels",
+	} {
+		require.Equal(t, want, callerMessage(err))
+	}
 }

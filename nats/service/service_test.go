@@ -69,7 +69,8 @@ func TestService(t *testing.T) {
 		endpoint, body, code, reason string
 	}{
 		{"schedule", `{"query":"x","Query":"y"}`, "400", "malformed"},
-		{"status", "job-that-is-not-there", "404", ""},
+		{"status", "0123456789abcdef0123456789abcdef", "404", ""},
+		{"status", "hello", "400", ""},
 		{"status", `{"job_id":"` + scheduled.JobID + `","by":"ops"}`, "400", ""},
 		{"repurchase", `{"job_id":"` + scheduled.JobID + `","repurchase":0}`, "400", ""},
 		{"repurchase", scheduled.JobID, "409", ""},
@@ -91,4 +92,20 @@ func TestService(t *testing.T) {
 	}
 	code, body = ask(t, srv, "cancel", `{"job_id":"`+scheduled.JobID+`","reason":"not needed"}`)
 	require.Empty(t, code, string(body))
+
+	// Errors speak to the caller, without the engine's package names.
+	for _, tc := range []struct{ endpoint, body, code, want string }{
+		{"status", "0123456789abcdef0123456789abcdef", "404", "no such job: nothing was scheduled with this job id"},
+		{"repurchase", scheduled.JobID, "409", "not allowed: only a charged_no_result job can be bought again, this one is cancelled"},
+		{"status", "hello", "400", `bad request: "hello" is not a job id: a job id is 32 lowercase hex characters, as scheduling answers it`},
+	} {
+		msg, err := srv.Conn.Request(service.Prefix+"."+tc.endpoint, []byte(tc.body), 5*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, tc.code, msg.Header.Get(micro.ErrorCodeHeader))
+		require.Equal(t, tc.want, msg.Header.Get(micro.ErrorHeader))
+		var e service.ErrorBody
+		require.NoError(t, json.Unmarshal(msg.Data, &e))
+		require.Equal(t, tc.want, e.Error)
+		require.NotContains(t, e.Error, "aggregate:")
+	}
 }

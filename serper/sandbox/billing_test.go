@@ -67,6 +67,8 @@ func TestLedgerQueries(t *testing.T) {
 		{"empty values", "idempotencyKey=,&requestId=", http.StatusUnprocessableEntity},
 		{"too many", "requestId=" + strings.Repeat("r,", 201), http.StatusUnprocessableEntity},
 		{"unknown key", "idempotencyKey=" + uuid.NewString(), http.StatusOK},
+		{"a day without charges", "day=1999-01-01", http.StatusOK},
+		{"a day that is no date", "day=yesterday", http.StatusUnprocessableEntity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,4 +210,27 @@ func TestBillingLateOnlyChargedSearches(t *testing.T) {
 	require.Zero(t, st.Faults[sandbox.FaultBillingLate])
 	require.Zero(t, st.Faults[sandbox.FaultBillingUnavailable503])
 	require.Zero(t, st.BillingUnsettled)
+}
+
+// TestLedgerExportByDay: day=D lists every charge of that UTC day, the
+// full export serpent audit --ledger-file reads.
+func TestLedgerExportByDay(t *testing.T) {
+	e := setup(t, sandbox.Config{})
+	k1, k2, k3 := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	require.Equal(t, http.StatusOK, e.search(k1, espresso).status)
+	require.Equal(t, http.StatusOK, e.search(k2, `{"query":"milk jug"}`).status)
+	e.clock.Advance(24 * time.Hour)
+	require.Equal(t, http.StatusOK, e.search(k3, `{"query":"grinder"}`).status)
+
+	keys := func(entries []sandbox.LedgerEntry) []string {
+		var out []string
+		for _, en := range entries {
+			out = append(out, en.IdempotencyKey)
+		}
+		return out
+	}
+	require.Equal(t, []string{k1, k2}, keys(e.ledger("day=2025-03-01")))
+	require.Equal(t, []string{k3}, keys(e.ledger("day=2025-03-02")))
+	require.Equal(t, []string{k1, k2, k3}, keys(e.ledger("day=2025-03-01,2025-03-02")))
+	require.Empty(t, e.ledger("day=2025-03-03"))
 }

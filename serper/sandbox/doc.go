@@ -6,7 +6,8 @@
 // # Endpoints
 //
 //	POST /v1/search                 the search (bearer token, Idempotency-Key: a UUID)
-//	GET  /v1/billing/ledger         ?idempotencyKey=K&requestId=R (repeatable, or comma lists)
+//	GET  /v1/billing/ledger         ?idempotencyKey=K&requestId=R&day=YYYY-MM-DD (repeatable, or comma lists;
+//	                                a day lists every charge of that UTC day)
 //	GET  /v1/sandbox/stats          counters (see Stats); bearer token too
 //
 // # Keys

@@ -64,8 +64,10 @@ func (s *Server) settleLocked(now time.Time) {
 // maxLedgerQuery bounds the keys and ids of one ledger query.
 const maxLedgerQuery = 200
 
-// handleLedger is GET /v1/billing/ledger?idempotencyKey=K&requestId=R, each
-// repeatable or a comma list; an entry matching any of them is listed.
+// handleLedger is GET /v1/billing/ledger?idempotencyKey=K&requestId=R&day=D,
+// each repeatable or a comma list; an entry matching any of them is
+// listed. A day (YYYY-MM-DD, UTC) lists every charge made that day: the
+// full export serpent audit --ledger-file takes.
 func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -77,22 +79,28 @@ func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	keys, ids := splitParams(q["idempotencyKey"]), splitParams(q["requestId"])
-	switch n := len(keys) + len(ids); {
+	keys, ids, days := splitParams(q["idempotencyKey"]), splitParams(q["requestId"]), splitParams(q["day"])
+	switch n := len(keys) + len(ids) + len(days); {
 	case n == 0:
-		s.invalid(w, &invalidRequest{fields: []string{"idempotencyKey", "requestId"},
-			reasons: []string{"idempotencyKey or requestId is required"}})
+		s.invalid(w, &invalidRequest{fields: []string{"idempotencyKey", "requestId", "day"},
+			reasons: []string{"idempotencyKey, requestId or day is required"}})
 		return
 	case n > maxLedgerQuery:
-		s.invalid(w, &invalidRequest{fields: []string{"idempotencyKey", "requestId"},
-			reasons: []string{"at most 200 keys and request ids per query"}})
+		s.invalid(w, &invalidRequest{fields: []string{"idempotencyKey", "requestId", "day"},
+			reasons: []string{"at most 200 keys, request ids and days per query"}})
 		return
+	}
+	for _, d := range days {
+		if _, err := time.Parse(time.DateOnly, d); err != nil {
+			s.invalid(w, &invalidRequest{fields: []string{"day"}, reasons: []string{"day is a UTC date, YYYY-MM-DD"}})
+			return
+		}
 	}
 	s.mu.Lock()
 	s.settleLocked(s.now())
 	entries := []LedgerEntry{}
 	for _, e := range s.ledger {
-		if slices.Contains(keys, e.IdempotencyKey) || slices.Contains(ids, e.RequestID) {
+		if slices.Contains(keys, e.IdempotencyKey) || slices.Contains(ids, e.RequestID) || slices.Contains(days, e.At.Format(time.DateOnly)) {
 			entries = append(entries, e)
 		}
 	}
