@@ -29,7 +29,9 @@ type EventStreamOptions struct {
 // EventStreamConfig is the SERP_EVENTS stream serpent wants: an
 // append-only log (deletes and purges denied, no limits), file storage,
 // direct gets for loading jobs, atomic batches for multi-event appends,
-// and a 2-minute duplicate window for retried appends.
+// a 2-minute duplicate window for retried appends, and per-message TTLs:
+// every message of a job carries the TTL that makes the server remove it
+// at the job's expiry (the retention horizon). SERP_ARCHIVE keeps a copy.
 func EventStreamConfig(replicas int) jetstream.StreamConfig {
 	if replicas <= 0 {
 		replicas = 1
@@ -51,6 +53,7 @@ func EventStreamConfig(replicas int) jetstream.StreamConfig {
 		AllowAtomicPublish: true,
 		DenyDelete:         true,
 		DenyPurge:          true,
+		AllowMsgTTL:        true,
 	}
 }
 

@@ -8,14 +8,14 @@ import (
 )
 
 // Load returns the job's events in order and its version; (nil, 0, nil)
-// for a job without events. An event that does not decode is a
+// for a job without events or one leaving the log (eventstore.Gone). An event that does not decode is a
 // *eventstore.CorruptError naming the job and the sequence.
 func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
 	s.mu.Lock()
-	job := append([]stored(nil), s.jobs[jobID]...)
+	job := append([]stored(nil), s.live(jobID)...)
 	s.mu.Unlock()
 	if len(job) == 0 {
 		return nil, 0, nil
@@ -27,6 +27,9 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64,
 			return nil, 0, err
 		}
 		evs = append(evs, got...)
+	}
+	if eventstore.Gone(evs) {
+		return nil, 0, nil // the job is leaving the log: its head expired
 	}
 	return evs, job[len(job)-1].seq, nil
 }

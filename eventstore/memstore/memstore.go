@@ -27,7 +27,8 @@ type Options struct {
 	// DuplicateWindow is how long event ids are remembered; 0 means
 	// DefaultDuplicateWindow.
 	DuplicateWindow time.Duration
-	// Now is the clock of the duplicate window; nil means time.Now.
+	// Now is the clock of the duplicate window and of message TTLs; nil
+	// means time.Now.
 	Now func() time.Time
 	// Hooks inject faults.
 	Hooks Hooks
@@ -59,8 +60,9 @@ type Store struct {
 }
 
 type stored struct {
-	seq uint64
-	msg eventstore.Message
+	seq     uint64
+	msg     eventstore.Message
+	expires time.Time // when the server would drop it (its TTL); zero: never
 }
 
 type idEntry struct {
