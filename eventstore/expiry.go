@@ -71,3 +71,26 @@ func SetTTL(msgs []Message, expected uint64, expires, now time.Time) {
 func Gone(evs []events.Event) bool {
 	return len(evs) > 0 && evs[0].Version != 1
 }
+
+// ExpiryOf is when a message leaves the log: when the server stored it
+// plus its HeaderTTL, less TailDelay unless it is its job's first message
+// (head), so every message of a job gives the job's expiry, to the second.
+// Zero when it has no TTL.
+func ExpiryOf(h map[string][]string, stored time.Time, head bool) time.Time {
+	v := h[HeaderTTL]
+	if len(v) == 0 {
+		return time.Time{}
+	}
+	ttl, err := time.ParseDuration(v[0])
+	if err != nil {
+		secs, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil || secs <= 0 {
+			return time.Time{}
+		}
+		ttl = time.Duration(secs) * time.Second
+	}
+	if !head {
+		ttl -= TailDelay
+	}
+	return stored.Add(ttl)
+}

@@ -58,7 +58,7 @@ func ArchiveStreamConfig(replicas int) jetstream.StreamConfig {
 // EnsureArchiveStream creates SERP_ARCHIVE or checks that it is as serpent
 // wants it; see EnsureStream.
 func EnsureArchiveStream(ctx context.Context, js jetstream.JetStream, opts EventStreamOptions) (jetstream.Stream, error) {
-	return EnsureStream(ctx, js, ArchiveStreamConfig(opts.Replicas), opts.AllowUpdate)
+	return ensureStream(ctx, js, ArchiveStreamConfig(opts.Replicas), opts.AllowUpdate, opts.Logger)
 }
 
 // ArchivePartition is the archive subject that holds a job's events: the
@@ -78,8 +78,9 @@ func SourceOf(h map[string][]string) (subject string, seq uint64, ok bool) {
 	if len(v) == 0 {
 		return "", 0, false
 	}
-	// The filter and transform fields may be empty, and a cluster adds
-	// an identity at the end: the subject is the field on serp.events.
+	// The filter and transform fields may be empty or hold wildcards, and
+	// a cluster adds an identity at the end: the subject is the last
+	// field on serp.events without a wildcard.
 	f := strings.Fields(v[0])
 	if len(f) < 3 || f[0] != EventStream {
 		return "", 0, false
@@ -88,9 +89,9 @@ func SourceOf(h map[string][]string) (subject string, seq uint64, ok bool) {
 	if err != nil {
 		return "", 0, false
 	}
-	for _, s := range f[2:] {
-		if strings.HasPrefix(s, EventSubjectPrefix) {
-			return s, seq, true
+	for i := len(f) - 1; i >= 2; i-- {
+		if strings.HasPrefix(f[i], EventSubjectPrefix) && !strings.ContainsAny(f[i], "*>") {
+			return f[i], seq, true
 		}
 	}
 	return "", 0, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -66,8 +67,13 @@ type StreamOptions struct {
 	Replicas int
 	// AllowUpdate lets an existing stream be changed in place.
 	AllowUpdate bool
-	// CommandMaxAge bounds how long commands are kept; 0 keeps them.
+	// CommandMaxAge bounds how long commands and rejections are kept; 0
+	// keeps them. With a retention horizon it is the retention: a command
+	// stays as long as the job it made. --update-streams may add or
+	// tighten it on an existing stream.
 	CommandMaxAge time.Duration
+	// Logger is told what an update changed; nil for none.
+	Logger *slog.Logger
 }
 
 // CommandStreamConfig is SERP_COMMANDS.
@@ -117,7 +123,7 @@ func WorkStreamConfig(o StreamOptions) jetstream.StreamConfig {
 // worker.
 func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions, ackWait time.Duration) error {
 	for _, cfg := range []jetstream.StreamConfig{CommandStreamConfig(o), RejectStreamConfig(o), WorkStreamConfig(o)} {
-		if _, err := EnsureStream(ctx, js, cfg, o.AllowUpdate); err != nil {
+		if _, err := ensureStream(ctx, js, cfg, o.AllowUpdate, o.Logger, "max_age"); err != nil {
 			return err
 		}
 	}

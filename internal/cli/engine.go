@@ -59,6 +59,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err := aggregate.ValidatePolicy(f.policy); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if f.skewMargin <= 0 || f.retention < 0 {
+		return fmt.Errorf("%w: --skew-margin must be positive and --retention not negative", errUsage)
+	}
+	if err := aggregate.ValidateRetention(f.retention, f.policy, f.skewMargin); err != nil {
+		return fmt.Errorf("%w: --retention: %v", errUsage, err)
+	}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, "serpent: "+format+"\n", a...) }
 	var cleanup []func()
 	defer func() {
@@ -78,10 +84,15 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	if _, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}); err != nil {
+	evOpts := snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams, Logger: log}
+	if _, err := snats.EnsureEventStream(ctx, js, evOpts); err != nil {
 		return err
 	}
-	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
+	if _, err := snats.EnsureArchiveStream(ctx, js, evOpts); err != nil {
+		return err
+	}
+	streams := snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams, CommandMaxAge: f.retention, Logger: log}
+	if err := snats.EnsureEngineStreams(ctx, js, streams, f.ackWait); err != nil {
 		return err
 	}
 	// Every engine decides by the NATS server's clock, so the times one
@@ -109,7 +120,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: timers, Accounts: accts, Limiter: lim,
-		Policy: f.policy, Table: table, Logger: log, Observer: mx, Now: clock.Now})
+		Policy: f.policy, Retention: f.retention, SkewMargin: f.skewMargin, Table: table, Logger: log, Observer: mx, Now: clock.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
