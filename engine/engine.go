@@ -239,3 +239,9 @@ func (e *Engine) hook(h func(string) error, jobID string) error {
 func expiring(ctx context.Context, s aggregate.State) context.Context {
 	return eventstore.WithExpiry(ctx, s.Expires())
 }
+
+// SlotExpired reports whether intake refuses a slot as slot_expired: it is
+// older than the retention less the skew margin, on this engine's clock.
+func (e *Engine) SlotExpired(slot time.Time) bool {
+	return aggregate.SlotExpired(slot, e.cfg.Now(), e.cfg.Retention, e.cfg.SkewMargin)
+}

@@ -142,7 +142,7 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 	if err != nil {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
-	if now := e.cfg.Now(); aggregate.SlotExpired(sched.Slot, now, e.cfg.Retention, e.cfg.SkewMargin) {
+	if e.SlotExpired(sched.Slot) {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonSlotExpired,
 			Msg: fmt.Sprintf("slot %s is older than the live log keeps jobs (%s, less %s for clock skew); its observation may have been bought and archived",
 				sched.Slot.Format(time.RFC3339), e.cfg.Retention, e.cfg.SkewMargin),

@@ -129,6 +129,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	schedules.CheckAccountsWith(eng.CheckAccount)
+	schedules.SkipExpiredWith(eng.SlotExpired)
 	svc, err := service.Start(ctx, nc, eng, schedules)
 	if err != nil {
 		return fmt.Errorf("micro service: %w", err)
