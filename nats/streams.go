@@ -76,13 +76,22 @@ type StreamOptions struct {
 	Logger *slog.Logger
 }
 
+// duplicates is the duplicate window of the command streams: two minutes,
+// or their max age if shorter (JetStream refuses a longer one).
+func (o StreamOptions) duplicates() time.Duration {
+	if o.CommandMaxAge > 0 {
+		return min(2*time.Minute, o.CommandMaxAge)
+	}
+	return 2 * time.Minute
+}
+
 // CommandStreamConfig is SERP_COMMANDS.
 func CommandStreamConfig(o StreamOptions) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name: CommandStream, Description: "serpent: schedule commands from upstream publishers",
 		Subjects: []string{CommandSubjects}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
-		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+		Replicas: max(o.Replicas, 1), Duplicates: o.duplicates(), AllowDirect: true,
 		// Upstream publishers with many commands at once can send them as
 		// one atomic batch: one disk flush instead of one per command.
 		AllowAtomicPublish: true,
@@ -95,7 +104,7 @@ func RejectStreamConfig(o StreamOptions) jetstream.StreamConfig {
 		Name: RejectStream, Description: "serpent: refused commands, with their payload and the reason",
 		Subjects: []string{RejectSubjectPrefix + ">"}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
-		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+		Replicas: max(o.Replicas, 1), Duplicates: o.duplicates(), AllowDirect: true,
 	}
 }
 
