@@ -227,6 +227,18 @@ production (fsync on every write, one replica), the phases given with
             checkpoint; then all of it on a fresh log of --scale-small
             jobs in flight, to compare with. The engine binary is as in
             scale.
+  retention not run by default. On a fresh server of its own, the engine
+            (a child process, as in scale, else in this process) runs with
+            --retention --retention-horizon (a job's age budget and the
+            clock skew margin a second each) while --retention-rate
+            commands a second come in, for --retention-horizons horizons.
+            After each horizon, and once every job is finished: the live
+            log's subjects, messages and bytes (they level off), the
+            archive's messages, bytes, bytes on disk and compression (it
+            grows), this process's heap (the server's), the engine's RSS,
+            a recent job's load time, and serpent audit over archive and
+            live log with the ledger join against the sandbox (events a
+            second; no job lost or bought twice).
 
 and, after them all:
 
