@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/audit"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
+	"github.com/serpent-engine/serpent/nats/service"
 )
 
 // TestAuditAcrossExpiry: with a horizon of seconds, jobs leave the live
@@ -29,6 +31,7 @@ func TestAuditAcrossExpiry(t *testing.T) {
 	_, js := natstest.Connect(t, r.natsURL)
 	ctx := context.Background()
 	var early, late []string
+	var first string // the command of early[0]
 	for i := range 20 {
 		slot := time.Now().Add(time.Second)
 		if i%2 == 1 {
@@ -41,6 +44,9 @@ func TestAuditAcrossExpiry(t *testing.T) {
 			late = append(late, jobOf(t, p))
 		} else {
 			early = append(early, jobOf(t, p))
+		}
+		if i == 0 {
+			first = p
 		}
 	}
 	waitAllTerminal(t, js, append(append([]string(nil), early...), late...))
@@ -92,6 +98,13 @@ func TestAuditAcrossExpiry(t *testing.T) {
 	after := verdict(r.natsURL)
 	after.Ledger, before.Ledger = nil, nil // the new engine's sandbox has a ledger of its own
 	require.Equal(t, before, after, "every job archived")
+
+	// Its slot is past the horizon: the micro service refuses it, 400.
+	nc, _ := natstest.Connect(t, r.natsURL)
+	msg, err := nc.Request(service.Prefix+".schedule", []byte(first), 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "400", msg.Header.Get(micro.ErrorCodeHeader))
+	require.Contains(t, string(msg.Data), "slot_expired")
 
 	out, err := cli(t, r.natsURL, "status", early[0])
 	require.NoError(t, err)
