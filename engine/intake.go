@@ -143,6 +143,15 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
 	if e.SlotExpired(sched.Slot) {
+		// A repeat of a command whose job is still live is that job, as
+		// before the horizon; only a slot without a live job is refused.
+		s, err := e.State(ctx, sched.JobID)
+		if err != nil {
+			return Scheduled{}, known{}, err
+		}
+		if s.Exists() {
+			return Scheduled{JobID: sched.JobID, Status: s.Status, NotBefore: s.NextRunAt}, known{}, nil
+		}
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonSlotExpired,
 			Msg: fmt.Sprintf("slot %s is older than the live log keeps jobs (%s, less %s for clock skew); its observation may have been bought and archived",
 				sched.Slot.Format(time.RFC3339), e.cfg.Retention, e.cfg.SkewMargin),

@@ -49,6 +49,13 @@ func TestExpiredSlotIsRefused(t *testing.T) {
 	require.Equal(t, aggregate.StatusSucceeded, s.Status)
 	require.Equal(t, t0.Add(retention), s.Expires(), "the job leaves the live log at its slot plus the retention")
 
+	// Past the horizon but still live: a repeat of the command is the job.
+	server.Set(s.Expires().Add(-margin / 2))
+	repeat, err := a.Schedule(ctx, command, "test")
+	require.NoError(t, err)
+	require.False(t, repeat.Created)
+	require.Equal(t, first.JobID, repeat.JobID)
+
 	server.Set(s.Expires().Add(eventstore.TailDelay + time.Second)) // the job left, head and tail
 	evs, _, err := store.Load(ctx, first.JobID)
 	require.NoError(t, err)

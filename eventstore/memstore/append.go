@@ -129,8 +129,8 @@ func landed(job []stored, expected uint64, msgs []eventstore.Message) (uint64, b
 	return 0, false
 }
 
-// live returns a job's messages, first dropping those whose TTL ran out,
-// as the server removes them. s.mu must be held.
+// live returns a job's messages, first moving those whose TTL ran out to
+// the archive, as the server removes them. s.mu must be held.
 func (s *Store) live(jobID string) []stored {
 	job := s.jobs[jobID]
 	now := s.opts.Now()
@@ -138,6 +138,8 @@ func (s *Store) live(jobID string) []stored {
 	for _, m := range job {
 		if m.expires.IsZero() || now.Before(m.expires) {
 			kept = append(kept, m)
+		} else {
+			s.archived[jobID] = append(s.archived[jobID], m)
 		}
 	}
 	if len(kept) == len(job) {

@@ -1,7 +1,9 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/eventstore"
@@ -32,4 +34,26 @@ func (s *Store) Load(ctx context.Context, jobID string) ([]events.Event, uint64,
 		return nil, 0, nil // the job is leaving the log: its head expired
 	}
 	return evs, job[len(job)-1].seq, nil
+}
+
+// History returns every event ever appended to the job, in order, those
+// that left the log by their TTL included: what SERP_ARCHIVE keeps of a
+// job. Simulations check their promises against it.
+func (s *Store) History(ctx context.Context, jobID string) ([]events.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	job := append(append([]stored(nil), s.archived[jobID]...), s.jobs[jobID]...)
+	s.mu.Unlock()
+	slices.SortFunc(job, func(a, b stored) int { return cmp.Compare(a.seq, b.seq) })
+	var evs []events.Event
+	for _, m := range job {
+		got, err := eventstore.DecodeMessage(jobID, m.seq, m.msg.Header, m.msg.Data)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, got...)
+	}
+	return evs, nil
 }

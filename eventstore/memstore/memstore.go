@@ -56,7 +56,10 @@ type Store struct {
 	seq     uint64              // last sequence used, over all jobs
 	commits uint64              // appends committed, to forget old ids now and then
 	jobs    map[string][]stored // a job's messages in order
-	ids     map[string]idEntry  // event id -> where and when it was written
+	// archived are the messages that left jobs by their TTL, as
+	// SERP_ARCHIVE keeps them (History).
+	archived map[string][]stored
+	ids      map[string]idEntry // event id -> where and when it was written
 }
 
 type stored struct {
@@ -84,7 +87,7 @@ func New(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{opts: opts, jobs: make(map[string][]stored), ids: make(map[string]idEntry)}
+	return &Store{opts: opts, jobs: make(map[string][]stored), archived: make(map[string][]stored), ids: make(map[string]idEntry)}
 }
 
 // MaxMessageSize is the largest message the store accepts, headers
