@@ -47,8 +47,9 @@ type benchRetentionSample struct {
 	ArchiveDiskMB float64 `json:"archive_disk_mb"`
 	// Compression is the archive's message bytes over its bytes on disk.
 	Compression float64 `json:"compression"`
-	// ServerHeapMB is this process's Go heap in use: the embedded server,
-	// and the engine too when it is not a child process.
+	// ServerHeapMB is this process's live Go heap after a collection: the
+	// embedded server's, and the engine's too when it is not a child
+	// process.
 	ServerHeapMB float64 `json:"server_heap_mb"`
 	EngineRSSMB  float64 `json:"engine_rss_mb"`
 	// LoadMicros is the median load of a job finished a second or more
@@ -187,9 +188,13 @@ func (b *benchRun) retentionSample(ctx context.Context, js jetstream.JetStream, 
 	if disk > 0 {
 		s.Compression = round2(float64(s.ArchiveBytes) / float64(disk))
 	}
+	// After a collection the heap is what lives: the embedded server's
+	// (and the engine's, when it runs in this process), not the garbage
+	// of the last audit, which ran here.
+	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	s.ServerHeapMB = round2(float64(ms.HeapInuse) / (1 << 20))
+	s.ServerHeapMB = round2(float64(ms.HeapAlloc) / (1 << 20))
 	s.EngineRSSMB = round2(rss())
 
 	// A job published a few ticks ago: finished, and in the live log.
