@@ -27,6 +27,12 @@ type Report struct {
 	Malformed      int `json:"malformed_commands"`
 	Published      int `json:"published"`
 	PublishRetries int `json:"publish_retries"`
+	// AgedCommands left SERP_COMMANDS by the retention horizon before the
+	// checks read it (Config.Retention).
+	AgedCommands int `json:"aged_commands,omitempty"`
+	// LeftLive counts the jobs that had left the live log when the checks
+	// began (Config.Retention).
+	LeftLive int `json:"left_live_log,omitempty"`
 
 	// What was done to the processes.
 	WorkerKills    int `json:"worker_kills"`

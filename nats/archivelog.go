@@ -52,8 +52,7 @@ func NewArchivedAuditLog(ctx context.Context, js jetstream.JetStream, workers in
 	if !ok {
 		return NewAuditLog(ctx, live, workers, progress)
 	}
-	arch := ArchiveLog(js)
-	archLast, err := arch.Last(ctx)
+	archLast, err := ArchiveLog(js).Last(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,27 +65,13 @@ func NewArchivedAuditLog(ctx context.Context, js jetstream.JetStream, workers in
 	}
 	read := func(ctx context.Context, emit func([]Message) error) error {
 		progress(0, last)
-		var copied uint64 // the last sequence of SERP_EVENTS the archive holds
-		_, err := arch.Read(ctx, 1, archLast, 1024, func(msgs []Message) error {
-			msgs = unarchive(msgs)
-			if len(msgs) == 0 {
-				return nil
-			}
-			copied = msgs[len(msgs)-1].Seq
-			progress(copied, last)
-			return emit(msgs)
-		})
-		if err != nil || copied >= last {
-			return err
-		}
-		_, err = live.Read(ctx, copied+1, last, 1024, func(msgs []Message) error {
+		return readHistory(ctx, js, archLast, last, func(msgs []Message) error {
 			if err := emit(msgs); err != nil {
 				return err
 			}
 			progress(msgs[len(msgs)-1].Seq, last)
 			return nil
 		})
-		return err
 	}
 	job := func(ctx context.Context, jobID string, through uint64) ([]Message, error) {
 		return archivedJob(ctx, js, jobID, archLast, last, through)
@@ -141,4 +126,49 @@ func ArchivedJob(ctx context.Context, js jetstream.JetStream, jobID string) ([]M
 		return nil, err
 	}
 	return archivedJob(ctx, js, jobID, arch, last, 0)
+}
+
+// readHistory hands fn, in chunks, the archive's copies of SERP_EVENTS up
+// to archLast, then the live log's messages after the last copy up to
+// last: every message once, in log order, with its SERP_EVENTS subject
+// and sequence.
+func readHistory(ctx context.Context, js jetstream.JetStream, archLast, last uint64, fn func([]Message) error) error {
+	var copied uint64 // the last sequence of SERP_EVENTS the archive holds
+	if archLast > 0 {
+		_, err := ArchiveLog(js).Read(ctx, 1, archLast, 1024, func(msgs []Message) error {
+			msgs = unarchive(msgs)
+			if len(msgs) == 0 {
+				return nil
+			}
+			copied = msgs[len(msgs)-1].Seq
+			return fn(msgs)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if copied >= last {
+		return nil
+	}
+	_, err := EventLog(js).Read(ctx, copied+1, last, 1024, fn)
+	return err
+}
+
+// ReadHistory hands fn every event message SERP_EVENTS ever held as it
+// stands now: the archive's copies, then the live log's newer messages
+// (readHistory); the live log alone when there is no archive.
+func ReadHistory(ctx context.Context, js jetstream.JetStream, fn func([]Message) error) error {
+	last, err := EventLog(js).Last(ctx)
+	if err != nil {
+		return err
+	}
+	var archLast uint64
+	if ok, err := HasArchive(ctx, js); err != nil {
+		return err
+	} else if ok {
+		if archLast, err = ArchiveLog(js).Last(ctx); err != nil {
+			return err
+		}
+	}
+	return readHistory(ctx, js, archLast, last, fn)
 }
