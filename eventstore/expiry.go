@@ -65,9 +65,9 @@ func SetTTL(msgs []Message, expected uint64, expires, now time.Time) {
 }
 
 // Gone reports whether a job's history, as loaded, lost its head: its
-// first event is not version 1. A job's messages all expire at one time,
-// but the server removes them one by one, so a load in that moment can
-// find the tail alone. The job has left the live log; it is not corrupt.
+// first event is not version 1. A job's head leaves first (SetTTL), so a
+// load while the job leaves can find its tail alone. The job has left the
+// live log; it is not corrupt.
 func Gone(evs []events.Event) bool {
 	return len(evs) > 0 && evs[0].Version != 1
 }
