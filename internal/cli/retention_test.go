@@ -24,6 +24,7 @@ import (
 // their expiry, the ledger join included, and serpent status answers for
 // a job that left, saying it is archived.
 func TestAuditAcrossExpiry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "", "--log-level", "warn",
 		"--max-age", "1s", "--skew-margin", "1s", "--retention", "15s", "--base-delay", "20ms", "--max-delay", "200ms"}
