@@ -89,3 +89,28 @@ func TestArchiveKeepsExpiredEvents(t *testing.T) {
 		require.NotEmpty(t, m.Header.Get(eventstore.HeaderTTL), "the copy carries the TTL it ignores")
 	}
 }
+
+// TestSourceOf: the original subject and sequence of an archived message,
+// with the filter and transform fields empty or not, and with a cluster's
+// identity at the end.
+func TestSourceOf(t *testing.T) {
+	for _, tt := range []struct {
+		header string
+		subj   string
+		seq    uint64
+		ok     bool
+	}{
+		{"SERP_EVENTS 12 serp.events.* serp.archive.{{partition(8,1)}} serp.events.abc", "serp.events.abc", 12, true},
+		{"SERP_EVENTS 7 serp.events.* serp.archive.{{partition(8,1)}} serp.events.abc n2", "serp.events.abc", 7, true},
+		{"SERP_EVENTS 3   serp.events.abc", "serp.events.abc", 3, true},
+		{"OTHER 3 > > serp.events.abc", "", 0, false},
+		{"SERP_EVENTS x > > serp.events.abc", "", 0, false},
+	} {
+		subj, seq, ok := nats.SourceOf(map[string][]string{nats.HeaderSource: {tt.header}})
+		require.Equal(t, tt.ok, ok, tt.header)
+		require.Equal(t, tt.subj, subj, tt.header)
+		require.Equal(t, tt.seq, seq, tt.header)
+	}
+	_, _, ok := nats.SourceOf(nil)
+	require.False(t, ok)
+}
