@@ -119,3 +119,29 @@ func firstKey(t *testing.T, a *api) string {
 	}
 	return ""
 }
+
+// TestRepurchaseTooCloseToLeaving: a re-purchase is refused, with a clear
+// error, once its age budget and the skew margin would outlast the job's
+// place in the live log; earlier it is taken.
+func TestRepurchaseTooCloseToLeaving(t *testing.T) {
+	const retention = 10 * 24 * time.Hour
+	e := setup(t, func(key string, n int) serper.Result {
+		return confirmed(409, "idempotency_replay_unavailable", "req_"+key)
+	})
+	e.store = memstore.New(memstore.Options{Now: e.clock.Now})
+	eng, err := engine.New(engine.Config{Name: "w1", Store: e.store, API: e.api, Timers: e.timers,
+		Now: e.clock.Now, ReconcileRetry: time.Minute, Retention: retention})
+	require.NoError(t, err)
+	job := e.schedule(eng)
+	key, _ := e.state(job).Current()
+	e.api.charge(key.Key, "req_"+key.Key)
+	s := e.runToEnd(eng, job)
+	require.Equal(t, aggregate.StatusChargedNoResult, s.Status)
+
+	last := s.Expires().Add(-s.Policy.MaxAge.D() - aggregate.DefaultSkewMargin) // the last moment it may start
+	e.clock.Set(last.Add(time.Second))
+	_, err = eng.Repurchase(context.Background(), job, "ops", "too late", nil)
+	require.ErrorIs(t, err, aggregate.ErrNotAllowed)
+	require.ErrorContains(t, err, "leaves the live log at")
+	require.Equal(t, aggregate.StatusChargedNoResult, e.state(job).Status, "nothing written")
+}
