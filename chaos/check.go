@@ -94,27 +94,29 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 		}
 		rejected[seq] = rejection{m.Headers().Get(snats.HeaderRejectReason), m.Data()}
 		rep.Rejections[m.Headers().Get(snats.HeaderRejectReason)]++
-		r.holdsToken("rejection of command "+strconv.FormatUint(seq, 10), m)
+		r.holdsToken("rejection of command "+strconv.FormatUint(seq, 10), m.Subject(), m.Headers(), m.Data())
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	err = readAll(ctx, r.js, snats.EventStream, snats.EventSubjectPrefix+">", func(m jetstream.Msg) error {
-		job := strings.TrimPrefix(m.Subject(), snats.EventSubjectPrefix)
-		r.holdsToken("an event of job "+job, m)
-		evs, err := events.DecodeAll(m.Data())
-		if err != nil {
-			rep.violation("job %s: unreadable event: %v", job, err)
-			return nil
-		}
-		w.Histories[job] = append(w.Histories[job], evs...)
-		if meta, err := m.Metadata(); err == nil {
-			for _, ev := range evs {
-				w.Log = append(w.Log, projections.Record{Seq: meta.Sequence.Stream, Event: ev})
+	// The whole log: the archive's copy and the live log's newer events,
+	// so jobs that left the live log by their retention are checked too.
+	err = snats.ReadHistory(ctx, r.js, func(msgs []snats.Message) error {
+		for _, m := range msgs {
+			job := strings.TrimPrefix(m.Subject, snats.EventSubjectPrefix)
+			r.holdsToken("an event of job "+job, m.Subject, m.Header, m.Data)
+			evs, err := events.DecodeAll(m.Data)
+			if err != nil {
+				rep.violation("job %s: unreadable event: %v", job, err)
+				continue
 			}
+			w.Histories[job] = append(w.Histories[job], evs...)
+			for _, ev := range evs {
+				w.Log = append(w.Log, projections.Record{Seq: m.Seq, Event: ev})
+			}
+			rep.Events += len(evs)
 		}
-		rep.Events += len(evs)
 		return nil
 	})
 	if err != nil {
@@ -136,7 +138,7 @@ func (r *run) check(ctx context.Context, checks []Check) error {
 
 	// Promise 7 (and 1): every acknowledged command is in SERP_COMMANDS,
 	// and each is the job or the rejection the run drew it as.
-	want := checkCommands(rep, r.cmds, cmds, rejected, w.Histories)
+	want := checkCommands(rep, r.cmds, cmds, rejected, w.Histories, r.cfg.Retention > 0)
 
 	// Promises 2 to 5, per job, from the log and the provider's books.
 	keyJob := map[string]string{}
@@ -241,10 +243,11 @@ type rejection struct {
 // would agree. Every command in the stream is one the run published
 // (nothing else publishes there during a run), so a command it did not
 // draw is reported, not judged by the engine's rules either; and every
-// command the run published must be in the stream. It returns the jobs the
-// commands must have made.
+// command the run published must be in the stream, unless aged: then the
+// retention horizon may have removed it, and only its job is checked. It
+// returns the jobs the commands must have made.
 func checkCommands(rep *Report, drawn []command, stored []storedCommand, rejected map[uint64]rejection,
-	histories map[string][]events.Event) (want map[string]bool) {
+	histories map[string][]events.Event, aged bool) (want map[string]bool) {
 	want = map[string]bool{}
 	ids := map[string]bool{}
 	published := map[string]command{}
@@ -278,7 +281,19 @@ func checkCommands(rep *Report, drawn []command, stored []storedCommand, rejecte
 		}
 	}
 	for _, c := range drawn {
-		if !ids[c.id] {
+		switch {
+		case ids[c.id]:
+		case aged:
+			// Left SERP_COMMANDS with the retention horizon (its max
+			// age); the job it drew must still be in the log.
+			rep.AgedCommands++
+			if c.job != "" {
+				want[c.job] = true
+				if len(histories[c.job]) == 0 {
+					rep.violation("command %s left %s by its max age, and its job %s has no events (promise 7)", c.id, snats.CommandStream, c.job)
+				}
+			}
+		default:
 			rep.violation("command %s was acknowledged to the publisher but is not in %s", c.id, snats.CommandStream)
 		}
 	}
@@ -420,15 +435,15 @@ func secretToken() string {
 
 // holdsToken reports a message that holds the run's API token in its data
 // or a header (promise 8).
-func (r *run) holdsToken(what string, m jetstream.Msg) {
-	found := bytes.Contains(m.Data(), []byte(r.token))
-	for _, vs := range m.Headers() {
+func (r *run) holdsToken(what, subject string, h natsgo.Header, data []byte) {
+	found := bytes.Contains(data, []byte(r.token))
+	for _, vs := range h {
 		for _, v := range vs {
 			found = found || strings.Contains(v, r.token)
 		}
 	}
 	if found {
-		r.rep.violation("%s on %s holds the API token (promise 8)", what, m.Subject())
+		r.rep.violation("%s on %s holds the API token (promise 8)", what, subject)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/serper"
 )
@@ -98,13 +99,14 @@ func (c ProjectionCheck) Check(ctx context.Context, w *World) CheckResult {
 	if err != nil {
 		return CheckResult{Violations: []string{"a fold of the log: " + err.Error()}}
 	}
+	gone := leftWithJob(w)
 	wait := c.Wait
 	if wait <= 0 {
 		wait = time.Minute
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		diffs, err := projectionDiffs(ctx, w.JS, want)
+		diffs, err := projectionDiffs(ctx, w.JS, want, gone)
 		if err == nil && len(diffs) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
 			res := CheckResult{Summary: fmt.Sprintf("%d values of %s against a fold of the log", len(want),
 				strings.Join(projections.Buckets(), ", "))}
@@ -124,9 +126,25 @@ func (c ProjectionCheck) Check(ctx context.Context, w *World) CheckResult {
 // maxDiffs bounds the differences a projection check lists.
 const maxDiffs = 20
 
+// leftWithJob reports whether a value may have left its bucket with its
+// job: a value of one job whose retention horizon has come (its TTL is
+// rounded down to the second, so a little before the job's expiry).
+func leftWithJob(w *World) func(projections.Target) bool {
+	_, byTarget := projections.Group(w.Log)
+	return func(t projections.Target) bool {
+		recs := byTarget[t]
+		if t.Shared() || len(recs) == 0 {
+			return false
+		}
+		exp := aggregate.Fold(w.Histories[recs[0].Event.JobID]).Expires()
+		return !exp.IsZero() && time.Now().After(exp.Add(-2*time.Second))
+	}
+}
+
 // projectionDiffs lists every value of the projection buckets that is not
-// the one in want, and every value of want that is missing.
-func projectionDiffs(ctx context.Context, js jetstream.JetStream, want map[projections.Target][]byte) ([]string, error) {
+// the one in want, and every value of want that is missing, unless gone
+// says it left with its job.
+func projectionDiffs(ctx context.Context, js jetstream.JetStream, want map[projections.Target][]byte, gone func(projections.Target) bool) ([]string, error) {
 	var diffs []string
 	seen := map[projections.Target]bool{}
 	for _, bucket := range projections.Buckets() {
@@ -159,7 +177,7 @@ func projectionDiffs(ctx context.Context, js jetstream.JetStream, want map[proje
 		}
 	}
 	for t := range want {
-		if !seen[t] {
+		if !seen[t] && !gone(t) {
 			diffs = append(diffs, fmt.Sprintf("%s has no %s, which a fold of the log makes", t.Bucket, t.Key))
 		}
 	}

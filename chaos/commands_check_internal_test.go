@@ -58,7 +58,7 @@ func TestCommandsHeldToWhatTheRunDrew(t *testing.T) {
 		}
 	}
 	rep := newReport(cfg)
-	want := checkCommands(rep, cmds, stored, rejected, histories)
+	want := checkCommands(rep, cmds, stored, rejected, histories, false)
 	require.Empty(t, rep.Violations, "the engine answers a command otherwise than the run drew it")
 	require.Len(t, want, cfg.Jobs)
 	require.Equal(t, len(cmds), rep.Commands)
@@ -114,7 +114,7 @@ func TestCommandsHeldToWhatTheRunDrew(t *testing.T) {
 			}
 			s := tc.change(append([]storedCommand(nil), stored...), r)
 			rep := newReport(cfg)
-			checkCommands(rep, cmds, s, r, histories)
+			checkCommands(rep, cmds, s, r, histories, false)
 			require.Len(t, rep.Violations, 1, "%q", rep.Violations)
 			require.Contains(t, rep.Violations[0], tc.want)
 		})

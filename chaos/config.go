@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
 	"github.com/serpent-engine/serpent/serper/sandbox"
 )
 
@@ -41,6 +43,12 @@ type Config struct {
 	// ChaosFor bounds the phase with faults; then every job must finish
 	// within Settle (promise 5).
 	ChaosFor, Settle time.Duration
+
+	// Retention, if set, is the workers' retention horizon (serpent run
+	// --retention), with MaxAge and SkewMargin as their --max-age and
+	// --skew-margin: jobs leave the live log during the run, and the
+	// checks read them from SERP_ARCHIVE.
+	Retention, MaxAge, SkewMargin time.Duration
 
 	// Naive runs the anti-pattern worker (a fresh key per delivery) against
 	// a sandbox with the same faults and seed, for comparison; NaiveCrash
@@ -119,6 +127,15 @@ func (c Config) Validate() error {
 	}
 	if c.Naive && (c.NaiveJobs < 1 || c.NaiveCrash < 0 || c.NaiveCrash >= 1) {
 		bad("the naive comparison needs jobs and a crash share in 0..1")
+	}
+	if c.Retention > 0 {
+		p := aggregate.DefaultPolicy()
+		p.MaxAge = events.Duration(c.MaxAge)
+		if c.MaxAge <= 0 || c.SkewMargin <= 0 {
+			bad("a retention needs a positive max age and skew margin")
+		} else if err := aggregate.ValidateRetention(c.Retention, p, c.SkewMargin); err != nil {
+			bad("%v", err)
+		}
 	}
 	if err := (sandbox.Config{Faults: c.Faults}).Validate(); err != nil {
 		errs = append(errs, err)

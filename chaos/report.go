@@ -27,6 +27,12 @@ type Report struct {
 	Malformed      int `json:"malformed_commands"`
 	Published      int `json:"published"`
 	PublishRetries int `json:"publish_retries"`
+	// AgedCommands left SERP_COMMANDS by the retention horizon before the
+	// checks read it (Config.Retention).
+	AgedCommands int `json:"aged_commands,omitempty"`
+	// LeftLive counts the jobs that had left the live log when the checks
+	// began (Config.Retention).
+	LeftLive int `json:"left_live_log,omitempty"`
 
 	// What was done to the processes.
 	WorkerKills    int `json:"worker_kills"`
@@ -189,6 +195,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("unaccounted charges", "%d", r.UnaccountedCharges)
 	row("orphan charges", "%d", r.OrphanCharges)
 	row("lost jobs", "%d", r.Lost)
+	if r.LeftLive > 0 || r.AgedCommands > 0 {
+		row("retention", "%d jobs had left the live log when the checks began; %d commands had left %s by its max age", r.LeftLive, r.AgedCommands, "SERP_COMMANDS")
+	}
 	for _, c := range r.Checks {
 		if c.Skipped != "" {
 			row("check "+c.Name, "skipped: %s", c.Skipped)

@@ -12,6 +12,8 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	snats "github.com/serpent-engine/serpent/nats"
 )
 
 // run is one chaos run in progress.
@@ -152,6 +154,14 @@ func Run(ctx context.Context, cfg Config, checks []Check, progress io.Writer) (r
 		r.rep.violation("not every job finished within --settle (%s) of the faults stopping (promise 5)", cfg.Settle)
 	}
 	r.say("all jobs finished: %t, %s after the start; checking", settled, r.rep.Quiescent.Round(time.Second))
+	if cfg.Retention > 0 {
+		// The checks then read jobs gone from the live log, jobs
+		// leaving and jobs live, and the workers run on meanwhile.
+		r.say("waiting until half the jobs have left the live log (retention %s)", cfg.Retention)
+		if err := r.waitLeft(ctx, cfg.Jobs/2, cfg.Retention+cfg.Spread+time.Minute); err != nil {
+			r.rep.violation("%v", err)
+		}
+	}
 	// The workers stay up while the checks run: their projection runner
 	// catches up with the log.
 	if err := r.check(ctx, checks); err != nil {
@@ -170,4 +180,32 @@ func Run(ctx context.Context, cfg Config, checks []Check, progress io.Writer) (r
 	}
 	r.rep.Elapsed = time.Since(r.start)
 	return r.rep, nil
+}
+
+// waitLeft polls SERP_EVENTS until at most live jobs are left in it (its
+// subjects), for at most bound.
+func (r *run) waitLeft(ctx context.Context, live int, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		s, err := r.js.Stream(ctx, snats.EventStream)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if n := info.State.NumSubjects; n <= uint64(live) {
+			r.rep.LeftLive = r.cfg.Jobs - int(n)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d jobs are still in the live log %s after the horizon", info.State.NumSubjects, bound)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

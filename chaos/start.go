@@ -138,6 +138,9 @@ func (r *run) startWorkers(ctx context.Context) error {
 			"--base-delay", c.BaseDelay.String(), "--max-delay", c.MaxDelay.String(),
 			"--replay-window", c.ReplayWindow.String(), "--safety-margin", c.SafetyMargin.String(),
 			"--sweep-every", "20s", "--grace", "2s", "--log-level", "warn"}
+		if c.Retention > 0 {
+			args = append(args, "--retention", c.Retention.String(), "--max-age", c.MaxAge.String(), "--skew-margin", c.SkewMargin.String())
+		}
 		w := &workerSlot{name: name, args: args, done: make(chan struct{})}
 		p, _, err := r.launch(ctx, name, args, readyLine)
 		if err != nil {

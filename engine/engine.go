@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // Config is what an Engine needs. Store, API and Timers are required.
@@ -23,6 +25,14 @@ type Config struct {
 	Timers Timers
 	// Policy is the retry policy new jobs are scheduled with.
 	Policy events.RetryPolicy
+	// Retention is how long a job stays in the live log after its slot
+	// (aggregate.State.Expires); 0 keeps jobs for ever. New jobs record it
+	// in their policy. Intake refuses slots older than Retention less
+	// SkewMargin (slot_expired).
+	Retention time.Duration
+	// SkewMargin is how far apart engines' clocks may be;
+	// aggregate.DefaultSkewMargin (a day) by default.
+	SkewMargin time.Duration
 	// Table is the outcome table; the zero value means the default.
 	Table aggregate.Table
 	// Now is the clock; time.Now by default.
@@ -96,6 +106,13 @@ func (c Config) withDefaults() Config {
 	if c.Policy == (events.RetryPolicy{}) {
 		c.Policy = aggregate.DefaultPolicy()
 	}
+	if c.Retention == 0 {
+		c.Retention = c.Policy.Retention.D()
+	}
+	c.Policy.Retention = events.Duration(c.Retention)
+	if c.SkewMargin <= 0 {
+		c.SkewMargin = aggregate.DefaultSkewMargin
+	}
 	if c.ReconcileRetry == 0 {
 		c.ReconcileRetry = 30 * time.Second
 	}
@@ -128,6 +145,11 @@ func (c Config) Validate() error {
 	}
 	if err := aggregate.ValidatePolicy(c.Policy); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Retention < 0 {
+		errs = append(errs, errors.New("engine: retention cannot be negative"))
+	} else if err := aggregate.ValidateRetention(c.Retention, c.Policy, max(c.SkewMargin, 0)); err != nil {
+		errs = append(errs, fmt.Errorf("engine: %w", err))
 	}
 	if err := c.Table.Validate(); err != nil {
 		errs = append(errs, err)
@@ -210,4 +232,16 @@ func (e *Engine) hook(h func(string) error, jobID string) error {
 		return fmt.Errorf("job %s: %w", jobID, err)
 	}
 	return nil
+}
+
+// expiring is ctx for an append to the job s: its messages leave the live
+// log at the job's expiry, every append alike.
+func expiring(ctx context.Context, s aggregate.State) context.Context {
+	return eventstore.WithExpiry(ctx, s.Expires())
+}
+
+// SlotExpired reports whether intake refuses a slot as slot_expired: it is
+// older than the retention less the skew margin, on this engine's clock.
+func (e *Engine) SlotExpired(slot time.Time) bool {
+	return aggregate.SlotExpired(slot, e.cfg.Now(), e.cfg.Retention, e.cfg.SkewMargin)
 }

@@ -32,6 +32,10 @@ const (
 	// configuration, not on the command (serpent audit accepts it for a
 	// command otherwise valid).
 	ReasonInvalidAccount = "invalid_account"
+	// ReasonSlotExpired refuses a command whose slot is older than the
+	// live log's horizon less the skew margin: its job may have left the
+	// live log, and a new one would buy the observation again.
+	ReasonSlotExpired = "slot_expired"
 )
 
 // RejectError says why a command cannot become a job. Reason is the token of
@@ -138,6 +142,21 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 	if err != nil {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
+	if e.SlotExpired(sched.Slot) {
+		// A repeat of a command whose job is still live is that job, as
+		// before the horizon; only a slot without a live job is refused.
+		s, err := e.State(ctx, sched.JobID)
+		if err != nil {
+			return Scheduled{}, known{}, err
+		}
+		if s.Exists() {
+			return Scheduled{JobID: sched.JobID, Status: s.Status, NotBefore: s.NextRunAt}, known{}, nil
+		}
+		return Scheduled{}, known{}, &RejectError{Reason: ReasonSlotExpired,
+			Msg: fmt.Sprintf("slot %s is older than the live log keeps jobs (%s, less %s for clock skew); its observation may have been bought and archived",
+				sched.Slot.Format(time.RFC3339), e.cfg.Retention, e.cfg.SkewMargin),
+			Fields: []aggregate.FieldError{{Field: "slot", Message: "older than the retention horizon"}}}
+	}
 	if _, err := e.api(sched.Account); err != nil {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonInvalidAccount, Msg: err.Error(),
 			Fields: []aggregate.FieldError{{Field: "account", Message: fmt.Sprintf("%q is not an account of this engine", sched.Account)}}}
@@ -157,7 +176,7 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 		// stored then, with its first claim if it is due.
 		return out, known{s: aggregate.Fold(evs), ok: true, pending: evs}, nil
 	}
-	ver, err := e.cfg.Store.Append(ctx, sched.JobID, 0, evs...)
+	ver, err := e.cfg.Store.Append(expiring(ctx, aggregate.Fold(evs)), sched.JobID, 0, evs...)
 	switch {
 	case errors.Is(err, eventstore.ErrConcurrency):
 		s, err := e.State(ctx, sched.JobID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/eventstore"
@@ -40,7 +41,11 @@ func (e *Engine) operate(ctx context.Context, jobID string, in aggregate.Input) 
 		if len(out) == 0 {
 			return s, nil // done before: nothing to write
 		}
-		if _, err = e.cfg.Store.Append(ctx, jobID, ver, out...); errors.Is(err, eventstore.ErrConcurrency) {
+		if _, ok := in.(aggregate.AuthorizeRepurchase); ok && s.RepurchaseTooLate(e.cfg.Now(), e.cfg.SkewMargin) {
+			return s, fmt.Errorf("%w: job %s leaves the live log at %s, before a re-purchase's age budget (%s) and the clock skew margin (%s) would end; it cannot be bought again",
+				aggregate.ErrNotAllowed, jobID, s.Expires().Format(time.RFC3339), s.Policy.MaxAge.D(), e.cfg.SkewMargin)
+		}
+		if _, err = e.cfg.Store.Append(expiring(ctx, s), jobID, ver, out...); errors.Is(err, eventstore.ErrConcurrency) {
 			continue
 		} else if err != nil {
 			return s, fmt.Errorf("job %s: %w", jobID, err)

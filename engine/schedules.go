@@ -67,6 +67,8 @@ type Schedules struct {
 	log        *slog.Logger
 	// account checks a definition's API account (nil: any).
 	account func(string) error
+	// expired reports a slot intake would refuse (nil: none).
+	expired func(time.Time) bool
 }
 
 // Record is a schedule as stored: its definition and its state.
@@ -137,6 +139,13 @@ var notPlaces = []string{"Local", "localtime", "posixrules", "Factory"}
 // intake would refuse. Without it any account is taken.
 func (s *Schedules) CheckAccountsWith(check func(account string) error) {
 	s.account = check
+}
+
+// SkipExpiredWith has a firing skip the slots expired reports: pass the
+// engine's (Engine.SlotExpired), so a catch-up never orders a slot intake
+// would refuse as slot_expired. Without it every due slot is ordered.
+func (s *Schedules) SkipExpiredWith(expired func(slot time.Time) bool) {
+	s.expired = expired
 }
 
 // canonical validates a definition, resolving its time zone.
@@ -691,6 +700,11 @@ func (s *Schedules) fire(ctx context.Context, id string, woke time.Time) (recurr
 			return nil
 		}
 		plan = recurring.Due(r.Definition, spec, r.State, now)
+		if s.expired != nil {
+			n := len(plan.Fire)
+			plan.Fire = slices.DeleteFunc(plan.Fire, s.expired)
+			plan.Skipped += n - len(plan.Fire)
+		}
 		jobs, err := jobIDs(r.Definition, plan.Fire)
 		if err != nil {
 			return err

@@ -954,3 +954,25 @@ func TestCreateStoppedHalfwayBlocksNothingForEver(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1, "claims are not listed as schedules")
 }
+
+// TestCatchUpSkipsExpiredSlots: a catch-up after a long downtime orders no
+// slot that intake would refuse as slot_expired; those count as skipped.
+func TestCatchUpSkipsExpiredSlots(t *testing.T) {
+	w := newSchedWorld(t)
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 12, 2, 8, 30, 0, 0, time.UTC)}
+	s := w.schedules(c.Now)
+	horizon := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC) // slots before it have expired
+	s.SkipExpiredWith(func(slot time.Time) bool { return slot.Before(horizon) })
+	def := espresso("hourly", "@hourly")
+	def.CatchUp = recurring.CatchUp{Policy: recurring.CatchUpFire, Limit: 10}
+	_, err := s.Create(ctx, def)
+	require.NoError(t, err)
+
+	c.Set(time.Date(2026, 12, 2, 14, 10, 0, 0, time.UTC))
+	plan, err := s.Fire(ctx, def.ID)
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{horizon, horizon.Add(time.Hour), horizon.Add(2 * time.Hour)}, plan.Fire)
+	require.Equal(t, 3, plan.Skipped, "09:00, 10:00 and 11:00 had expired")
+	require.EqualValues(t, 3, w.scheduleCommands())
+}

@@ -159,7 +159,7 @@ func (e *Engine) confirmLoad(ctx context.Context, jobID string, ver uint64) erro
 
 // storeNew stores a new job's first events alone.
 func (e *Engine) storeNew(ctx context.Context, s aggregate.State, pending []events.Event) (known, error) {
-	v, err := e.cfg.Store.Append(ctx, s.JobID, 0, pending...)
+	v, err := e.cfg.Store.Append(expiring(ctx, s), s.JobID, 0, pending...)
 	if errors.Is(err, eventstore.ErrConcurrency) {
 		return known{}, nil // the same command came twice: go on from the log
 	}
@@ -250,7 +250,7 @@ func (e *Engine) send(ctx context.Context, s aggregate.State, ver uint64, prefix
 			return known{}, fmt.Errorf("job %s: %w", jobID, err)
 		}
 	}
-	ver, err = e.cfg.Store.Append(ctx, jobID, ver, append(slices.Clip(prefix), evs...)...)
+	ver, err = e.cfg.Store.Append(expiring(ctx, s), jobID, ver, append(slices.Clip(prefix), evs...)...)
 	if errors.Is(err, eventstore.ErrConcurrency) {
 		if len(prefix) > 0 {
 			return known{}, errJobExists
@@ -407,7 +407,7 @@ func (e *Engine) record(ctx context.Context, s aggregate.State, ver uint64, out 
 		if err != nil {
 			return known{}, fmt.Errorf("job %s: decide outcome: %w", jobID, err)
 		}
-		newVer, err := e.cfg.Store.Append(ctx, jobID, ver, evs...)
+		newVer, err := e.cfg.Store.Append(expiring(ctx, s), jobID, ver, evs...)
 		switch {
 		case err == nil:
 			return after(s, newVer, evs), e.hook(e.cfg.Hooks.AfterRecord, jobID)
@@ -482,7 +482,7 @@ func (e *Engine) reconcile(ctx context.Context, s aggregate.State, ver uint64) (
 	if err != nil {
 		return known{}, fmt.Errorf("job %s: decide reconciliation: %w", s.JobID, err)
 	}
-	ver, err = e.cfg.Store.Append(ctx, s.JobID, ver, evs...)
+	ver, err = e.cfg.Store.Append(expiring(ctx, s), s.JobID, ver, evs...)
 	if errors.Is(err, eventstore.ErrConcurrency) {
 		return known{}, nil
 	}

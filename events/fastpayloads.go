@@ -74,6 +74,8 @@ func scanPolicy(s *scan, p *RetryPolicy) bool {
 			return seen.first(7) && s.int(&p.MaxKeys)
 		case "max_age":
 			return seen.first(8) && s.duration(&p.MaxAge)
+		case "retention":
+			return seen.first(9) && s.duration(&p.Retention)
 		}
 		return false
 	})

@@ -36,6 +36,10 @@ type RetryPolicy struct {
 	// time from scheduling to the last new purchase attempt.
 	MaxKeys int      `json:"max_keys"`
 	MaxAge  Duration `json:"max_age"`
+	// Retention is how long the job stays in the live log after its slot
+	// (or its scheduling, if later); then the log and the views drop it
+	// and only the archive keeps it. 0 keeps it for ever.
+	Retention Duration `json:"retention,omitempty"`
 }
 
 // Duration is a time.Duration written as text ("1m30s") so the log reads

@@ -1,6 +1,10 @@
 package eventstore
 
-import "github.com/serpent-engine/serpent/events"
+import (
+	"time"
+
+	"github.com/serpent-engine/serpent/events"
+)
 
 // Append is one job's part of a group commit: the events to write and the
 // version the caller last saw.
@@ -8,6 +12,8 @@ type Append struct {
 	JobID    string
 	Expected uint64
 	Events   []events.Event
+	// Expires is when the job leaves the log (WithExpiry); zero for never.
+	Expires time.Time
 }
 
 // Result is the outcome of one Append of a group commit: the job's new

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/serpent-engine/serpent/events"
 )
@@ -17,6 +18,8 @@ type Message struct {
 	IDs    []string // the ids of the events it holds, in order
 	Header map[string][]string
 	Data   []byte
+	// TTL is how long the store keeps the message (SetTTL); 0 for ever.
+	TTL time.Duration
 }
 
 // ID is the message id: the (first) event's id.

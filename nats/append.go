@@ -17,15 +17,16 @@ import (
 // all or none, and returns the new version. The package documentation
 // describes how every answer of the server is mapped.
 func (s *EventStore) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
-	msgs, err := s.prepare(jobID, expected, evs)
+	msgs, err := s.prepare(jobID, expected, evs, eventstore.Expiry(ctx))
 	if err != nil {
 		return 0, err
 	}
 	return s.write(ctx, jobID, expected, msgs)
 }
 
-// prepare checks an append and encodes it; nothing is sent.
-func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event) ([]eventstore.Message, error) {
+// prepare checks an append and encodes it, with the TTL that makes its
+// messages leave at expires (none when zero); nothing is sent.
+func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event, expires time.Time) ([]eventstore.Message, error) {
 	if len(evs) > s.opts.MaxBatch {
 		return nil, fmt.Errorf("%w: %d events for job %s, an atomic append takes at most %d", eventstore.ErrInvalid, len(evs), jobID, s.opts.MaxBatch)
 	}
@@ -34,6 +35,7 @@ func (s *EventStore) prepare(jobID string, expected uint64, evs []events.Event) 
 		return nil, err
 	}
 	msgs = eventstore.Pack(msgs, s.MaxMessageSize())
+	eventstore.SetTTL(msgs, expected, expires, time.Now())
 	if err := eventstore.CheckSize(jobID, msgs, s.MaxMessageSize()); err != nil {
 		return nil, err
 	}

@@ -33,8 +33,9 @@ func DecodeEvents(prefix string, m Message, light bool) ([]projections.Record, e
 		return nil, &eventstore.CorruptError{JobID: jobID, Seq: m.Seq, Err: err}
 	}
 	recs := make([]projections.Record, len(evs))
+	exp := eventstore.ExpiryOf(m.Header, m.Time, evs[0].Version == 1)
 	for i, e := range evs {
-		recs[i] = projections.Record{Seq: m.Seq, Event: e}
+		recs[i] = projections.Record{Seq: m.Seq, Event: e, Expires: exp}
 	}
 	return recs, nil
 }

@@ -35,7 +35,7 @@ func (s *EventStore) AppendMany(ctx context.Context, appends []eventstore.Append
 	msgs := make([][]eventstore.Message, len(appends))
 	done := make([]bool, len(appends))
 	for i, a := range appends {
-		m, err := s.prepare(a.JobID, a.Expected, a.Events)
+		m, err := s.prepare(a.JobID, a.Expected, a.Events, a.Expires)
 		msgs[i] = m
 		if err != nil {
 			res[i], done[i] = eventstore.Result{Err: err}, true

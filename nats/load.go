@@ -13,7 +13,7 @@ import (
 )
 
 // Load returns the job's events in order and its version, (nil, 0, nil)
-// for a job without events. It reads with batched direct gets filtered by
+// for a job without events or one leaving the log (eventstore.Gone). It reads with batched direct gets filtered by
 // the job's subject, LoadBatch messages per request, until the server says
 // nothing is pending. An unreadable event is a *eventstore.CorruptError.
 func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, uint64, error) {
@@ -58,6 +58,9 @@ func (s *EventStore) Load(ctx context.Context, jobID string) ([]events.Event, ui
 		// A batch can also end early at the server's byte limit, so only
 		// "nothing pending" or an empty batch ends the job.
 		if none || pending == 0 || pending < 0 && n > 0 && n < s.opts.LoadBatch {
+			if eventstore.Gone(evs) {
+				return nil, 0, nil // the job is leaving the log: its head expired
+			}
 			return evs, version, nil
 		}
 		if n == 0 {

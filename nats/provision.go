@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,12 +26,16 @@ type EventStreamOptions struct {
 	// AllowUpdate lets EnsureEventStream change an existing stream in
 	// place (--update-streams).
 	AllowUpdate bool
+	// Logger is told what an update changed; nil for none.
+	Logger *slog.Logger
 }
 
 // EventStreamConfig is the SERP_EVENTS stream serpent wants: an
 // append-only log (deletes and purges denied, no limits), file storage,
 // direct gets for loading jobs, atomic batches for multi-event appends,
-// and a 2-minute duplicate window for retried appends.
+// a 2-minute duplicate window for retried appends, and per-message TTLs:
+// every message of a job carries the TTL that makes the server remove it
+// at the job's expiry (the retention horizon). SERP_ARCHIVE keeps a copy.
 func EventStreamConfig(replicas int) jetstream.StreamConfig {
 	if replicas <= 0 {
 		replicas = 1
@@ -51,13 +57,14 @@ func EventStreamConfig(replicas int) jetstream.StreamConfig {
 		AllowAtomicPublish: true,
 		DenyDelete:         true,
 		DenyPurge:          true,
+		AllowMsgTTL:        true,
 	}
 }
 
 // EnsureEventStream creates SERP_EVENTS or checks that it is as serpent
 // wants it; see EnsureStream.
 func EnsureEventStream(ctx context.Context, js jetstream.JetStream, opts EventStreamOptions) (jetstream.Stream, error) {
-	return EnsureStream(ctx, js, EventStreamConfig(opts.Replicas), opts.AllowUpdate)
+	return ensureStream(ctx, js, EventStreamConfig(opts.Replicas), opts.AllowUpdate, opts.Logger)
 }
 
 // EnsureStream makes a stream as wanted, idempotently, at start-up. A
@@ -68,6 +75,14 @@ func EnsureEventStream(ctx context.Context, js jetstream.JetStream, opts EventSt
 // JetStream cannot make (storage type, retention, removing subjects,
 // tighter limits, lifting deny-delete or deny-purge) are still refused.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, allowUpdate bool) (jetstream.Stream, error) {
+	return ensureStream(ctx, js, want, allowUpdate, nil)
+}
+
+// ensureStream is EnsureStream that tells log what an update changed.
+// Fields named in tighten may get a new or tighter limit with
+// allowUpdate: the operator asked for it (the retention horizon on the
+// command streams).
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, allowUpdate bool, log *slog.Logger, tighten ...string) (jetstream.Stream, error) {
 	for range 2 {
 		s, err := js.Stream(ctx, want.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -88,6 +103,11 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		if len(diffs) == 0 {
 			return s, nil
 		}
+		for i := range diffs {
+			if slices.Contains(tighten, diffs[i].Field) {
+				diffs[i].Destructive = false
+			}
+		}
 		cerr := &StreamConfigError{Stream: want.Name, Diffs: diffs, UpdateAllowed: allowUpdate}
 		if !allowUpdate || cerr.destructive() {
 			return nil, cerr
@@ -95,6 +115,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		s, err = js.UpdateStream(ctx, mergeStreamConfig(have, want, diffs))
 		if err != nil {
 			return nil, fmt.Errorf("nats: update stream %s (%s): %w", want.Name, cerr.list(false), err)
+		}
+		if log != nil {
+			log.Info("nats: stream updated", "stream", want.Name, "changes", cerr.list(false))
 		}
 		return s, nil
 	}

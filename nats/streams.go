@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -66,8 +67,22 @@ type StreamOptions struct {
 	Replicas int
 	// AllowUpdate lets an existing stream be changed in place.
 	AllowUpdate bool
-	// CommandMaxAge bounds how long commands are kept; 0 keeps them.
+	// CommandMaxAge bounds how long commands and rejections are kept; 0
+	// keeps them. With a retention horizon it is the retention: a command
+	// stays as long as the job it made. --update-streams may add or
+	// tighten it on an existing stream.
 	CommandMaxAge time.Duration
+	// Logger is told what an update changed; nil for none.
+	Logger *slog.Logger
+}
+
+// duplicates is the duplicate window of the command streams: two minutes,
+// or their max age if shorter (JetStream refuses a longer one).
+func (o StreamOptions) duplicates() time.Duration {
+	if o.CommandMaxAge > 0 {
+		return min(2*time.Minute, o.CommandMaxAge)
+	}
+	return 2 * time.Minute
 }
 
 // CommandStreamConfig is SERP_COMMANDS.
@@ -76,7 +91,7 @@ func CommandStreamConfig(o StreamOptions) jetstream.StreamConfig {
 		Name: CommandStream, Description: "serpent: schedule commands from upstream publishers",
 		Subjects: []string{CommandSubjects}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
-		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+		Replicas: max(o.Replicas, 1), Duplicates: o.duplicates(), AllowDirect: true,
 		// Upstream publishers with many commands at once can send them as
 		// one atomic batch: one disk flush instead of one per command.
 		AllowAtomicPublish: true,
@@ -89,7 +104,7 @@ func RejectStreamConfig(o StreamOptions) jetstream.StreamConfig {
 		Name: RejectStream, Description: "serpent: refused commands, with their payload and the reason",
 		Subjects: []string{RejectSubjectPrefix + ">"}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Discard: jetstream.DiscardOld, MaxAge: o.CommandMaxAge, MaxBytes: -1, MaxMsgs: -1, MaxMsgsPerSubject: -1,
-		Replicas: max(o.Replicas, 1), Duplicates: 2 * time.Minute, AllowDirect: true,
+		Replicas: max(o.Replicas, 1), Duplicates: o.duplicates(), AllowDirect: true,
 	}
 }
 
@@ -117,7 +132,7 @@ func WorkStreamConfig(o StreamOptions) jetstream.StreamConfig {
 // worker.
 func EnsureEngineStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions, ackWait time.Duration) error {
 	for _, cfg := range []jetstream.StreamConfig{CommandStreamConfig(o), RejectStreamConfig(o), WorkStreamConfig(o)} {
-		if _, err := EnsureStream(ctx, js, cfg, o.AllowUpdate); err != nil {
+		if _, err := ensureStream(ctx, js, cfg, o.AllowUpdate, o.Logger, "max_age"); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"time"
+
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,6 +17,10 @@ import (
 type Record struct {
 	Seq   uint64
 	Event events.Event
+	// Expires is when the event's job leaves the live log, read from its
+	// message (eventstore.ExpiryOf); zero when it stays. A view of one
+	// job leaves with it.
+	Expires time.Time
 }
 
 // DefaultPriceMicrosPerPage is the price of one page with results that

@@ -105,7 +105,7 @@ func (c *Committer) LeaderVersion(ctx context.Context, jobID string) (uint64, er
 // land: the error then wraps eventstore.ErrUnknownOutcome, and repeating the
 // same append settles it.
 func (c *Committer) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
-	r, err := c.enqueue(ctx, eventstore.Append{JobID: jobID, Expected: expected, Events: evs})
+	r, err := c.enqueue(ctx, eventstore.Append{JobID: jobID, Expected: expected, Events: evs, Expires: eventstore.Expiry(ctx)})
 	if err != nil {
 		return 0, err
 	}

@@ -13,7 +13,7 @@ import (
 // none, and returns the new version. See the package documentation for the
 // exact rules; they are the JetStream store's.
 func (s *Store) Append(ctx context.Context, jobID string, expected uint64, evs ...events.Event) (uint64, error) {
-	msgs, err := s.prepare(jobID, expected, evs)
+	msgs, err := s.prepare(jobID, expected, evs, eventstore.Expiry(ctx))
 	if err != nil {
 		return 0, err
 	}
@@ -38,7 +38,7 @@ func (s *Store) Append(ctx context.Context, jobID string, expected uint64, evs .
 }
 
 // prepare encodes and checks an append before anything is looked up.
-func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]eventstore.Message, error) {
+func (s *Store) prepare(jobID string, expected uint64, evs []events.Event, expires time.Time) ([]eventstore.Message, error) {
 	if len(evs) > s.opts.MaxBatch {
 		return nil, fmt.Errorf("%w: %d events for job %s, an atomic append takes at most %d", eventstore.ErrInvalid, len(evs), jobID, s.opts.MaxBatch)
 	}
@@ -47,6 +47,7 @@ func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]ev
 		return nil, err
 	}
 	msgs = eventstore.Pack(msgs, s.opts.MaxMsgSize)
+	eventstore.SetTTL(msgs, expected, expires, s.opts.Now())
 	if err := eventstore.CheckSize(jobID, msgs, s.opts.MaxMsgSize); err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (s *Store) prepare(jobID string, expected uint64, evs []events.Event) ([]ev
 // append already happened, 0 and nil when it may be committed.
 // s.mu must be held.
 func (s *Store) check(jobID string, expected uint64, msgs []eventstore.Message) (uint64, error) {
-	job := s.jobs[jobID]
+	job := s.live(jobID)
 	var last uint64
 	if len(job) > 0 {
 		last = job[len(job)-1].seq
@@ -83,7 +84,11 @@ func (s *Store) commit(jobID string, msgs []eventstore.Message) uint64 {
 	now := s.opts.Now()
 	for _, m := range msgs {
 		s.seq++
-		s.jobs[jobID] = append(s.jobs[jobID], stored{seq: s.seq, msg: m})
+		st := stored{seq: s.seq, msg: m}
+		if m.TTL > 0 {
+			st.expires = now.Add(m.TTL)
+		}
+		s.jobs[jobID] = append(s.live(jobID), st)
 		s.ids[m.ID()] = idEntry{seq: s.seq, at: now}
 	}
 	s.commits++
@@ -122,4 +127,28 @@ func landed(job []stored, expected uint64, msgs []eventstore.Message) (uint64, b
 		}
 	}
 	return 0, false
+}
+
+// live returns a job's messages, first moving those whose TTL ran out to
+// the archive, as the server removes them. s.mu must be held.
+func (s *Store) live(jobID string) []stored {
+	job := s.jobs[jobID]
+	now := s.opts.Now()
+	kept := job[:0:0]
+	for _, m := range job {
+		if m.expires.IsZero() || now.Before(m.expires) {
+			kept = append(kept, m)
+		} else {
+			s.archived[jobID] = append(s.archived[jobID], m)
+		}
+	}
+	if len(kept) == len(job) {
+		return job
+	}
+	if len(kept) == 0 {
+		delete(s.jobs, jobID)
+		return nil
+	}
+	s.jobs[jobID] = kept
+	return kept
 }

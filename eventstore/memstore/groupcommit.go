@@ -17,7 +17,7 @@ func (s *Store) AppendMany(ctx context.Context, appends []eventstore.Append) []e
 	msgs := make([][]eventstore.Message, len(appends))
 	done := make([]bool, len(appends))
 	for i, a := range appends {
-		m, err := s.prepare(a.JobID, a.Expected, a.Events)
+		m, err := s.prepare(a.JobID, a.Expected, a.Events, a.Expires)
 		msgs[i] = m
 		if err != nil {
 			res[i], done[i] = eventstore.Result{Err: err}, true
@@ -34,7 +34,7 @@ func (s *Store) AppendMany(ctx context.Context, appends []eventstore.Append) []e
 	}
 	for i, a := range appends {
 		if !done[i] {
-			res[i] = s.result(s.Append(ctx, a.JobID, a.Expected, a.Events...))
+			res[i] = s.result(s.Append(eventstore.WithExpiry(ctx, a.Expires), a.JobID, a.Expected, a.Events...))
 		}
 	}
 	return res

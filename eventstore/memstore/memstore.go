@@ -27,7 +27,8 @@ type Options struct {
 	// DuplicateWindow is how long event ids are remembered; 0 means
 	// DefaultDuplicateWindow.
 	DuplicateWindow time.Duration
-	// Now is the clock of the duplicate window; nil means time.Now.
+	// Now is the clock of the duplicate window and of message TTLs; nil
+	// means time.Now.
 	Now func() time.Time
 	// Hooks inject faults.
 	Hooks Hooks
@@ -55,12 +56,16 @@ type Store struct {
 	seq     uint64              // last sequence used, over all jobs
 	commits uint64              // appends committed, to forget old ids now and then
 	jobs    map[string][]stored // a job's messages in order
-	ids     map[string]idEntry  // event id -> where and when it was written
+	// archived are the messages that left jobs by their TTL, as
+	// SERP_ARCHIVE keeps them (History).
+	archived map[string][]stored
+	ids      map[string]idEntry // event id -> where and when it was written
 }
 
 type stored struct {
-	seq uint64
-	msg eventstore.Message
+	seq     uint64
+	msg     eventstore.Message
+	expires time.Time // when the server would drop it (its TTL); zero: never
 }
 
 type idEntry struct {
@@ -82,7 +87,7 @@ func New(opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{opts: opts, jobs: make(map[string][]stored), ids: make(map[string]idEntry)}
+	return &Store{opts: opts, jobs: make(map[string][]stored), archived: make(map[string][]stored), ids: make(map[string]idEntry)}
 }
 
 // MaxMessageSize is the largest message the store accepts, headers

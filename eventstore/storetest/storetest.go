@@ -22,6 +22,9 @@
 //     and limit; one exactly at the limit is written.
 //   - An invalid append (another job's event, a bad envelope, versions not
 //     following on, no events) fails with eventstore.ErrInvalid.
+//   - Appends under eventstore.WithExpiry leave the log at that time, the
+//     job whole: a load finds all its events or none (eventstore.SetTTL,
+//     eventstore.Gone).
 //   - An unreadable stored event makes Load fail with *eventstore.CorruptError
 //     naming the job and the sequence.
 package storetest
@@ -85,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"GroupCommitLarge", testGroupCommitLarge},
 		{"Corrupt", testCorrupt},
 		{"Canceled", testCanceled},
+		{"Expiry", testExpiry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

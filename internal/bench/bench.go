@@ -37,7 +37,7 @@ var ErrUsage = errors.New("usage")
 const Summary = "measure throughput, replay speed and memory on an embedded server"
 
 // benchPhases are the phases bench knows, in the order they run.
-var benchPhases = []string{"raw", "happy", "steady", "faults", "replay", "scale", "inflight"}
+var benchPhases = []string{"raw", "happy", "steady", "faults", "replay", "scale", "inflight", "retention"}
 
 // benchFlags are the knobs of "serpent bench".
 type benchFlags struct {
@@ -61,6 +61,9 @@ type benchFlags struct {
 	scaleEngine  bool
 	scaleProj    bool
 	inflightJobs int
+	retHorizon   time.Duration
+	retHorizons  int
+	retRate      float64
 	cpuProfile   string
 	memProfile   string
 	cpuParts     bool
@@ -73,15 +76,16 @@ type benchFlags struct {
 
 // Report is everything one bench run measured: what -o json prints.
 type Report struct {
-	Machine   benchMachine   `json:"machine"`
-	Phases    []string       `json:"phases"`
-	Raw       benchRaw       `json:"raw"`
-	HappyPath *benchE2E      `json:"happy_path,omitempty"`
-	Steady    *benchE2E      `json:"steady,omitempty"`
-	Faults    *benchE2E      `json:"faults,omitempty"`
-	Replay    *benchReplay   `json:"replay,omitempty"`
-	Scale     *benchScale    `json:"scale,omitempty"`
-	Inflight  *benchInflight `json:"inflight,omitempty"`
+	Machine   benchMachine    `json:"machine"`
+	Phases    []string        `json:"phases"`
+	Raw       benchRaw        `json:"raw"`
+	HappyPath *benchE2E       `json:"happy_path,omitempty"`
+	Steady    *benchE2E       `json:"steady,omitempty"`
+	Faults    *benchE2E       `json:"faults,omitempty"`
+	Replay    *benchReplay    `json:"replay,omitempty"`
+	Scale     *benchScale     `json:"scale,omitempty"`
+	Inflight  *benchInflight  `json:"inflight,omitempty"`
+	Retention *benchRetention `json:"retention,omitempty"`
 	// Memory is this bench process: the bench, the in-process engine and
 	// the embedded NATS servers together.
 	Memory benchMemory `json:"memory"`
@@ -151,6 +155,9 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 17,000 events/s here), and on a log of --scale-small jobs to compare with")
 	fs.BoolVar(&f.scaleProj, "scale-projections", true, "scale phase: the engine process keeps its projections (false: it runs with --projections=false, which spares the catch-up of a long log: 23 million events at 5,000,000 jobs)")
 	fs.IntVar(&f.inflightJobs, "inflight-jobs", 1_000_000, "inflight phase: jobs in flight in its fresh log")
+	fs.DurationVar(&f.retHorizon, "retention-horizon", 30*time.Second, "retention phase: the engine's --retention (at least 5s: its jobs' age budget and clock skew margin are a second)")
+	fs.IntVar(&f.retHorizons, "retention-horizons", 4, "retention phase: horizons of jobs to run, at least 1")
+	fs.Float64Var(&f.retRate, "retention-rate", 50, "retention phase: schedule commands a second")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process to this file (env SERPENT_CPUPROFILE too)")
 	fs.BoolVar(&f.cpuParts, "cpu-parts", true, "end-to-end phases: split their CPU time into the engine's, the embedded server's, the sandbox's, the bench's and the rest (the Go scheduler and garbage collector, timers' callbacks), from a CPU profile of each phase; not with --cpuprofile, which takes the profile")
 	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile of the bench process to this file at the end, as taken at the peak of its heap")
@@ -220,6 +227,18 @@ production (fsync on every write, one replica), the phases given with
             checkpoint; then all of it on a fresh log of --scale-small
             jobs in flight, to compare with. The engine binary is as in
             scale.
+  retention not run by default. On a fresh server of its own, the engine
+            (a child process, as in scale, else in this process) runs with
+            --retention --retention-horizon (a job's age budget and the
+            clock skew margin a second each) while --retention-rate
+            commands a second come in, for --retention-horizons horizons.
+            After each horizon, and once every job is finished: the live
+            log's subjects, messages and bytes (they level off), the
+            archive's messages, bytes, bytes on disk and compression (it
+            grows), this process's heap (the server's), the engine's RSS,
+            a recent job's load time, and serpent audit over archive and
+            live log with the ledger join against the sandbox (events a
+            second; no job lost or bought twice).
 
 and, after them all:
 
@@ -276,12 +295,15 @@ Flags:
 	if f.steadySearch < 0 {
 		return f, nil, fmt.Errorf("%w: --steady-search-time %v cannot be negative", ErrUsage, f.steadySearch)
 	}
+	if f.retHorizons < 1 || !(f.retRate > 0) || math.IsInf(f.retRate, 1) || f.retHorizon < 5*time.Second {
+		return f, nil, fmt.Errorf("%w: --retention-horizons must be at least 1, --retention-rate above 0 and --retention-horizon at least 5s", ErrUsage)
+	}
 	if f.scaleFresh < 0 || f.replayEvents < 0 {
 		return f, nil, fmt.Errorf("%w: --scale-engine-jobs and --replay-events cannot be negative", ErrUsage)
 	}
 	if f.external = f.nats.Given(env); f.external {
-		if phases["scale"] || phases["inflight"] || f.replayEvents > 0 {
-			return f, nil, fmt.Errorf("%w: the scale and inflight phases and --replay-events run servers of their own: leave out --nats-url and --nats-context", ErrUsage)
+		if phases["scale"] || phases["inflight"] || phases["retention"] || f.replayEvents > 0 {
+			return f, nil, fmt.Errorf("%w: the scale, inflight and retention phases and --replay-events run servers of their own: leave out --nats-url and --nats-context", ErrUsage)
 		}
 		if err := f.nats.Validate(); err != nil {
 			return f, nil, fmt.Errorf("%w: %v", ErrUsage, err)
@@ -429,6 +451,13 @@ func runParts(ctx context.Context, args []string, env func(string) string, stdou
 			return err
 		}
 		rep.Inflight = &r
+	}
+	if phases["retention"] {
+		r, err := b.retention(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Retention = &r
 	}
 	rep.Memory = mem.peak()
 	if single := rep.Raw.SinglePerSec; single > 0 {

@@ -139,14 +139,15 @@ type childProc struct {
 }
 
 // startChild starts "serpent run" from bin on the server at natsURL and
-// waits for its status page.
-func (b *benchRun) startChild(ctx context.Context, bin, natsURL string, projections bool) (*childProc, error) {
+// waits for its status page. extra are more flags of serpent run.
+func (b *benchRun) startChild(ctx context.Context, bin, natsURL string, projections bool, extra ...string) (*childProc, error) {
 	args := []string{"run", "--nats-url", natsURL, "--http", "127.0.0.1:0", "--sandbox-url", b.sbURL, "--log-level", "error",
 		"--name", "serpent-bench-engine", "--sweep-every", "0", "--grace", "2s",
 		"--base-delay", "20ms", "--max-delay", "200ms", "--lease", "20s", "--client-timeout", "10s"}
 	if !projections {
 		args = append(args, "--projections=false")
 	}
+	args = append(args, extra...)
 	p := &childProc{cmd: exec.Command(bin, args...), stdout: &syncWriter{}, stderr: &syncWriter{}, exited: make(chan error, 1)}
 	p.cmd.Env = []string{}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG"} {

@@ -93,10 +93,12 @@ func benchEndToEnd(ctx context.Context, js jetstream.JetStream, label string, jo
 	pace := o.Pace
 	r := benchE2E{Jobs: jobs, Finished: map[aggregate.Status]int{}}
 	stamp := time.Now().UnixNano()
+	// A slot of now: intake refuses one older than the retention horizon.
+	slot := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
 	commands := make([][]byte, jobs)
 	ids := make([]string, jobs)
 	for j := range commands {
-		cmd := aggregate.ScheduleCommand{Slot: "2026-01-01T00:00:00Z", Query: fmt.Sprintf("bench %s %d %d", label, stamp, j),
+		cmd := aggregate.ScheduleCommand{Slot: slot, Query: fmt.Sprintf("bench %s %d %d", label, stamp, j),
 			Country: "US", Language: "en", Device: "desktop"}
 		b, err := json.Marshal(cmd) // the command as an upstream publishes it
 		if err != nil {

@@ -104,6 +104,9 @@ func printBench(w io.Writer, r Report) error {
 			printInflight(tw, "inflight, engine on the small log", *e, fmt.Sprintf(" (to compare with: at %d jobs in flight, peak RSS %.2fx this)", f.Jobs, f.PeakRSSRatio))
 		}
 	}
+	if rt := r.Retention; rt != nil {
+		printRetention(tw, *rt)
+	}
 	fmt.Fprintf(tw, "memory, bench process\t%.0f MB peak RSS\t%.0f MB peak heap (this process over the whole run: the in-process engine, the embedded servers and the bench together; the replay phase's audit, at GOGC=400, included)\n", r.Memory.PeakRSSMB, r.Memory.PeakHeapMB)
 	return tw.Flush()
 }
@@ -249,4 +252,20 @@ func cpuWhose(server string) string {
 		return "the server, the engine, the sandbox and the bench"
 	}
 	return "the engine, the sandbox and the bench; not the server"
+}
+
+// printRetention prints one row per horizon of the retention phase.
+func printRetention(tw io.Writer, rt benchRetention) {
+	fmt.Fprintf(tw, "retention	%.0f jobs/s	%d jobs over %d horizons of %v; engine RSS is of the %s\n",
+		rt.JobsPerSec, rt.Jobs, len(rt.Horizons)-1, time.Duration(rt.HorizonSeconds*float64(time.Second)), rt.EngineRSS)
+	for _, h := range rt.Horizons {
+		name := fmt.Sprintf("after horizon %d", h.Horizon)
+		if h.Horizon == len(rt.Horizons) {
+			name = "every job finished"
+		}
+		fmt.Fprintf(tw, "\t\t%s: %d jobs published; live %d subjects, %d msgs, %.2f MB; archive %d msgs, %.2f MB in %.2f MB on disk (%.2fx)\n",
+			name, h.Published, h.LiveSubjects, h.LiveMsgs, float64(h.LiveBytes)/(1<<20), h.ArchiveMsgs, float64(h.ArchiveBytes)/(1<<20), h.ArchiveDiskMB, h.Compression)
+		fmt.Fprintf(tw, "\t\t  heap %.1f MB, engine RSS %.1f MB, recent job load %.0f µs; audit %d events of %d jobs at %.0f ev/s, %d purchases; ledger join: %s\n",
+			h.ServerHeapMB, h.EngineRSSMB, h.LoadMicros, h.AuditEvents, h.AuditJobs, h.AuditEventsPerSec, h.Purchases, h.LedgerVerdict)
+	}
 }

@@ -172,7 +172,7 @@ func (f *auditFlags) auditLog(ctx context.Context, env func(string) string, opts
 	if err != nil {
 		return nil, err
 	}
-	log, err := snats.NewAuditLog(ctx, snats.EventLog(js), 0, func(done, total uint64) { bar.update("events", done, total) })
+	log, err := snats.NewArchivedAuditLog(ctx, js, 0, func(done, total uint64) { bar.update("events", done, total) })
 	if err != nil {
 		return nil, err
 	}

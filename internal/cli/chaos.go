@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/serpent-engine/serpent/chaos"
 )
@@ -93,6 +94,9 @@ func chaosFlags(stderr io.Writer) (*flag.FlagSet, *chaos.Config, *string, *bool)
 	fs.DurationVar(&cfg.AckWait, "ack-wait", cfg.AckWait, "ack wait of the work and intake consumers")
 	fs.DurationVar(&cfg.BaseDelay, "base-delay", cfg.BaseDelay, "first backoff ceiling")
 	fs.DurationVar(&cfg.MaxDelay, "max-delay", cfg.MaxDelay, "largest backoff")
+	fs.DurationVar(&cfg.Retention, "retention", 0, "the workers' retention horizon, to have jobs leave the live log during the run; the checks read SERP_ARCHIVE (0: serpent run's default, 30 days)")
+	fs.DurationVar(&cfg.MaxAge, "max-age", 15*time.Second, "with --retention: the workers' --max-age")
+	fs.DurationVar(&cfg.SkewMargin, "skew-margin", 5*time.Second, "with --retention: the workers' --skew-margin")
 	for _, p := range cfg.Faults.Flags() {
 		fs.Float64Var(p.P, p.Name, *p.P, "sandbox fault probability: "+p.Help)
 	}

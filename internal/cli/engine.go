@@ -61,6 +61,12 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	if err := aggregate.ValidatePolicy(f.policy); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if f.skewMargin <= 0 || f.retention < 0 {
+		return fmt.Errorf("%w: --skew-margin must be positive and --retention not negative", errUsage)
+	}
+	if err := aggregate.ValidateRetention(f.retention, f.policy, f.skewMargin); err != nil {
+		return fmt.Errorf("%w: --retention: %v", errUsage, err)
+	}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, "serpent: "+format+"\n", a...) }
 	var cleanup []func()
 	defer func() {
@@ -121,12 +127,13 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	events = mx.TimeAppends(events)
 	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: n.timers, Accounts: n.accts, Limiter: n.lim,
-		Policy: f.policy, Table: table, Logger: log, Observer: mx, Now: clock.Now})
+		Policy: f.policy, Retention: f.retention, SkewMargin: f.skewMargin, Table: table, Logger: log, Observer: mx, Now: clock.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	schedules := n.schedules
 	schedules.CheckAccountsWith(eng.CheckAccount)
+	schedules.SkipExpiredWith(eng.SlotExpired)
 	svc, err := service.Start(ctx, nc, eng, schedules)
 	if err != nil {
 		return fmt.Errorf("micro service: %w", err)
@@ -424,10 +431,15 @@ func (f *engineFlags) openNATS(ctx context.Context, js jetstream.JetStream, api 
 			n.close()
 		}
 	}()
-	if _, err := snats.EnsureEventStream(ctx, js, snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}); err != nil {
+	evOpts := snats.EventStreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams, Logger: log}
+	if _, err := snats.EnsureEventStream(ctx, js, evOpts); err != nil {
 		return nil, err
 	}
-	if err := snats.EnsureEngineStreams(ctx, js, snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams}, f.ackWait); err != nil {
+	if _, err := snats.EnsureArchiveStream(ctx, js, evOpts); err != nil {
+		return nil, err
+	}
+	streams := snats.StreamOptions{Replicas: f.replicas, AllowUpdate: f.updateStreams, CommandMaxAge: f.retention, Logger: log}
+	if err := snats.EnsureEngineStreams(ctx, js, streams, f.ackWait); err != nil {
 		return nil, err
 	}
 	// Every engine decides by the NATS server's clock, so the times one

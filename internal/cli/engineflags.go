@@ -40,6 +40,8 @@ type engineFlags struct {
 	sweepEvery  time.Duration
 	rulesFile   string
 	policy      events.RetryPolicy
+	retention   time.Duration
+	skewMargin  time.Duration
 	log         logFlags
 	name        string
 	ops         opsFlags
@@ -50,6 +52,9 @@ type engineFlags struct {
 	env    func(string) string
 	logOut io.Writer
 }
+
+// DefaultRetention is how long a job stays in the live log by default.
+const DefaultRetention = 30 * 24 * time.Hour
 
 // DefaultAPIURL is the real Serper.live API.
 const DefaultAPIURL = "https://api.serper.live"
@@ -97,6 +102,8 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	dur(&f.policy.MaxDelay, "max-delay", "largest backoff")
 	dur(&f.policy.MaxAge, "max-age", "job age after which no new purchase attempt starts (counted from the job's slot, from when it was scheduled if that is later, or from its last re-purchase)")
 	fs.IntVar(&f.policy.MaxKeys, "max-keys", f.policy.MaxKeys, "attempt keys a job may use")
+	fs.DurationVar(&f.retention, "retention", DefaultRetention, "how long a job stays in the live log and the views after its slot; then only SERP_ARCHIVE keeps it, and intake refuses its slot (slot_expired). At least twice --max-age plus three --skew-margin (0: keep every job live for ever)")
+	fs.DurationVar(&f.skewMargin, "skew-margin", aggregate.DefaultSkewMargin, "how far apart the clocks of engines may be; the retention checks keep this much room")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent run [flags]
 

@@ -14,7 +14,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/serpent-engine/serpent/aggregate"
+	"github.com/serpent-engine/serpent/events"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
 
@@ -27,6 +31,44 @@ func init() {
 type statusOut struct {
 	projections.JobView
 	Seq uint64 `json:"seq"`
+	// Archived: the job left the live log; its status is folded from
+	// SERP_ARCHIVE.
+	Archived bool `json:"archived,omitempty"`
+}
+
+// archivedStatus folds a job's status from the archive, as the
+// projection would; found is false when the archive does not have it.
+func archivedStatus(ctx context.Context, js jetstream.JetStream, jobID string) (projections.StatusValue, bool, error) {
+	var v projections.StatusValue
+	if err := events.ValidateJobID(jobID); err != nil {
+		return v, false, nil
+	}
+	if ok, err := snats.HasArchive(ctx, js); err != nil || !ok {
+		return v, false, err
+	}
+	msgs, err := snats.ArchivedJob(ctx, js, jobID)
+	if err != nil {
+		return v, false, fmt.Errorf("archive: %w", err)
+	}
+	var recs []projections.Record
+	for _, m := range msgs {
+		got, err := snats.DecodeEvents(snats.EventSubjectPrefix, m, false)
+		if err != nil {
+			return v, false, err
+		}
+		recs = append(recs, got...)
+	}
+	if len(recs) == 0 {
+		return v, false, nil
+	}
+	b, _, err := projections.New(projections.Config{}).Fold(projections.StatusTarget(jobID), nil, recs)
+	if err != nil {
+		return v, false, err
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, false, err
+	}
+	return v, true, nil
 }
 
 func runStatus(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
@@ -80,11 +122,22 @@ with --state), as the serp_status bucket holds them. Flags:
 		if err != nil {
 			return err
 		}
+		archived := false
 		if !found {
-			return &exitError{code: 1, err: fmt.Errorf("no job %s in %s", pos[0], projections.StatusBucket)}
+			// A job that left the live log is in the archive.
+			if v, found, err = archivedStatus(ctx, js, pos[0]); err != nil {
+				return err
+			}
+			archived = found
+		}
+		if !found {
+			return &exitError{code: 1, err: fmt.Errorf("no job %s in %s or in the archive", pos[0], projections.StatusBucket)}
 		}
 		if out.json() {
-			return printJSON(stdout, statusOut{v.JobView, v.Seq})
+			return printJSON(stdout, statusOut{v.JobView, v.Seq, archived})
+		}
+		if archived {
+			fmt.Fprintf(stdout, "archived: job %s left the live log; this is its history in %s\n", pos[0], snats.ArchiveStream)
 		}
 		return printJob(stdout, v.JobView)
 	}
@@ -96,7 +149,7 @@ with --state), as the serp_status bucket holds them. Flags:
 			return fmt.Errorf("%s/%s is not a value serpent wrote: %w", projections.StatusBucket, key, err)
 		}
 		if *state == "" || string(v.Status) == *state {
-			newest.add(statusOut{v.JobView, v.Seq})
+			newest.add(statusOut{JobView: v.JobView, Seq: v.Seq})
 		}
 		return nil
 	})

@@ -11,12 +11,21 @@ import (
 	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/chaos"
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/eventstore"
 )
 
 // check holds the world against serpent's promises (docs/reliability.md), from the log and from
 // the provider's own books, and fills in the report's figures.
 func (w *World) check() {
 	r := w.rep
+	if w.cfg.Retention > 0 {
+		// Time goes on past the end of the work until about half the
+		// jobs have left the live log: the checks then see jobs gone,
+		// jobs leaving and jobs live.
+		if d := time.Until(w.start.Add(w.cfg.Retention + w.cfg.Spread/2)); d > 0 {
+			time.Sleep(d)
+		}
+	}
 	r.SimTime = time.Since(w.start)
 	r.Cmds = len(w.cmds)
 	st := w.sb.Stats()
@@ -44,11 +53,12 @@ func (w *World) check() {
 	ctx := context.Background()
 	digest := sha256.New()
 	for _, job := range order {
-		evs, _, err := w.store.Load(ctx, job)
+		evs, err := w.store.History(ctx, job) // the live log and the archive
 		if err != nil {
 			r.fail("job %s: %v", job, err)
 			continue
 		}
+		w.checkLeft(job, evs)
 		if len(evs) == 0 {
 			r.fail("job %s: its command was taken but the job has no events (promise 7)", job)
 			continue
@@ -175,5 +185,28 @@ func (w *World) traceLog(evs []events.Event, charges map[string]int) {
 			r.trace(sd.left.Sub(w.start), "request of key %s left (handed over at %s)", a.Key, sd.handed.Sub(w.start))
 		}
 		r.Trace = append(r.Trace, fmt.Sprintf("key %s: %d charges", a.Key, charges[a.Key]))
+	}
+}
+
+// checkLeft holds a job to the retention horizon: a job whose time has
+// come (the last of its messages, TailDelay after its expiry) has left the
+// live log whole; any other is there whole.
+func (w *World) checkLeft(job string, history []events.Event) {
+	live, _, err := w.store.Load(context.Background(), job)
+	if err != nil {
+		w.rep.fail("job %s: %v", job, err)
+		return
+	}
+	exp, now := aggregate.Fold(history).Expires(), time.Now()
+	switch {
+	case !exp.IsZero() && !now.Before(exp.Add(eventstore.TailDelay)):
+		if len(live) > 0 {
+			w.rep.fail("job %s: expired at %s, yet %d of its events are live", job, exp.Sub(w.start), len(live))
+		}
+		w.rep.Expired++
+	case !exp.IsZero() && !now.Before(exp.Add(-time.Second)) && len(live) == 0:
+		// Leaving: its head went (TTLs are whole seconds), its tail goes.
+	case len(live) != len(history):
+		w.rep.fail("job %s: %d of its %d events are live before its expiry", job, len(live), len(history))
 	}
 }

@@ -58,6 +58,12 @@ type Config struct {
 	FaultsFor time.Duration
 	Settle    time.Duration
 
+	// Retention, if set, is the engines' retention horizon: jobs leave
+	// the live log this long after their slot, and the checks read them
+	// from the store's archive (memstore's History). SkewMargin is the
+	// engines' clock skew margin; it must be set with Retention.
+	Retention, SkewMargin time.Duration
+
 	// Label names the kind of world in reports.
 	Label string
 	// Trace names a job whose scheduling, requests and log the report
@@ -124,6 +130,13 @@ func (c Config) Validate() error {
 	if c.Sandbox.ReplayWindow != 0 && c.Sandbox.ReplayWindow < c.Policy.ReplayWindow.D() {
 		errs = append(errs, fmt.Errorf("sim: the sandbox replays keys for %s, less than the policy's window %s: the provider would break its contract",
 			c.Sandbox.ReplayWindow, c.Policy.ReplayWindow.D()))
+	}
+	if c.Retention > 0 {
+		if c.SkewMargin <= 0 {
+			errs = append(errs, errors.New("sim: a retention needs a skew margin"))
+		} else if err := aggregate.ValidateRetention(c.Retention, c.Policy, c.SkewMargin); err != nil {
+			errs = append(errs, fmt.Errorf("sim: %w", err))
+		}
 	}
 	if err := c.Sandbox.Validate(); err != nil {
 		errs = append(errs, err)

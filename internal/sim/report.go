@@ -20,6 +20,9 @@ type Report struct {
 	Final   map[aggregate.Status]int
 	Events  int
 	SimTime time.Duration
+	// Expired counts the jobs that had left the live log by the end
+	// (Config.Retention).
+	Expired int
 
 	// The scheduler's doing.
 	Steps, Deliveries, Redeliveries int

@@ -135,6 +135,7 @@ func (w *World) engine(t *task, p Ports) *engine.Engine {
 	eng, err := engine.New(engine.Config{
 		Name: p.Name, Store: p.Store, API: p.API, Timers: p.Timers, Hooks: p.Hooks,
 		Policy: w.cfg.Policy, Now: time.Now, IDs: p.IDs, RetryDelay: w.cfg.RetryDelay,
+		Retention: w.cfg.Retention, SkewMargin: w.cfg.SkewMargin,
 	})
 	if err != nil {
 		panic(err) // the config was validated

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/serpent-engine/serpent/eventstore"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections"
 )
@@ -287,7 +288,7 @@ func (a *applier) write(ctx context.Context, window []projections.Target, curren
 		if _, ok := byBucket[t.Bucket]; !ok {
 			buckets = append(buckets, t.Bucket)
 		}
-		byBucket[t.Bucket] = append(byBucket[t.Bucket], pendingValue{t: t, rev: cur.rev, value: next})
+		byBucket[t.Bucket] = append(byBucket[t.Bucket], pendingValue{t: t, rev: cur.rev, value: next, expires: expiresOf(t, byTarget[t])})
 	}
 	wait, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
@@ -308,9 +309,30 @@ func (a *applier) write(ctx context.Context, window []projections.Target, curren
 }
 
 type pendingValue struct {
-	t     projections.Target
-	rev   uint64
-	value []byte
+	t       projections.Target
+	rev     uint64
+	value   []byte
+	expires time.Time // when the value leaves with its job; zero: never
+}
+
+// expiresOf is when a value leaves its bucket: a value of one job leaves
+// with the job (projections.Record.Expires); a day's ledger stays.
+func expiresOf(t projections.Target, recs []projections.Record) time.Time {
+	if t.Shared() || len(recs) == 0 {
+		return time.Time{}
+	}
+	return recs[len(recs)-1].Expires
+}
+
+// message is the write of a value: with a TTL (eventstore.HeaderTTL) that
+// makes the server drop it when its job leaves the live log.
+func (a *applier) message(v pendingValue) *natsgo.Msg {
+	m := natsgo.NewMsg(a.subject(v.t))
+	m.Data = v.value
+	if !v.expires.IsZero() {
+		m.Header.Set(eventstore.HeaderTTL, strconv.FormatInt(int64(eventstore.TTL(v.expires, time.Now())/time.Second), 10)+"s")
+	}
+	return m
 }
 
 func (a *applier) subject(t projections.Target) string {
@@ -322,8 +344,7 @@ func (a *applier) subject(t projections.Target) string {
 func (a *applier) writeBatch(ctx context.Context, vs []pendingValue) bool {
 	msgs := make([]*natsgo.Msg, len(vs))
 	for i, v := range vs {
-		m := natsgo.NewMsg(a.subject(v.t))
-		m.Data = v.value
+		m := a.message(v)
 		m.Header.Set(natsgo.ExpectedLastSubjSeqHdr, strconv.FormatUint(v.rev, 10))
 		msgs[i] = m
 	}
@@ -346,7 +367,7 @@ func (a *applier) writeBatch(ctx context.Context, vs []pendingValue) bool {
 func (a *applier) writeEach(ctx context.Context, vs []pendingValue) ([]projections.Target, error) {
 	futs := make([]jetstream.PubAckFuture, len(vs))
 	for i, v := range vs {
-		fut, err := a.js.PublishMsgAsync(&natsgo.Msg{Subject: a.subject(v.t), Data: v.value},
+		fut, err := a.js.PublishMsgAsync(a.message(v),
 			jetstream.WithExpectLastSequencePerSubject(v.rev))
 		if err != nil {
 			return nil, fmt.Errorf("projector: write %s: %w", v.t, err)

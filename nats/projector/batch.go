@@ -68,7 +68,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			if err != nil {
 				return err
 			}
-			if r.wholeLog && uint64(len(missing)) != seq-next {
+			if r.wholeLog && uint64(len(missing)) != seq-next && !r.expired(ctx, next, seq-1, len(missing)) {
 				// A replica behind the leader answers direct gets too: a
 				// short answer is not a hole in the log. The batch is
 				// not acknowledged and comes again.
@@ -83,7 +83,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 			}
 			gaps += len(missing)
 		}
-		got, err := snats.DecodeEvents(prefix, snats.Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, false)
+		got, err := snats.DecodeEvents(prefix, snats.Message{Seq: seq, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Time: meta.Timestamp}, false)
 		if err != nil {
 			return err
 		}
@@ -248,4 +248,15 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// expired reports whether a gap read short holds as many events as the
+// stream's leader has there: on a log with message TTLs, the others are
+// jobs that left the live log.
+func (r *Runner) expired(ctx context.Context, from, to uint64, read int) bool {
+	if !r.ttl {
+		return false
+	}
+	n, err := snats.LeaderHolds(ctx, r.js, r.cfg.Stream, r.cfg.Filter, from, to)
+	return err == nil && n == read
 }

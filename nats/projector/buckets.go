@@ -109,19 +109,20 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream, filter 
 }
 
 // allowAtomic lets a bucket's stream take atomic batches, which the runner
-// writes a batch's values with (KV settings do not cover it).
+// writes a batch's values with, and per-message TTLs, which make a job's
+// values leave with the job (KV settings cover neither alone).
 func allowAtomic(ctx context.Context, js jetstream.JetStream, stream string) (jetstream.Stream, error) {
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
 	cfg := st.CachedInfo().Config
-	if cfg.AllowAtomicPublish {
+	if cfg.AllowAtomicPublish && cfg.AllowMsgTTL {
 		return st, nil
 	}
-	cfg.AllowAtomicPublish = true
+	cfg.AllowAtomicPublish, cfg.AllowMsgTTL = true, true
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("allow atomic batches: %w", err)
+		return nil, fmt.Errorf("allow atomic batches and message TTLs: %w", err)
 	}
 	return js.Stream(ctx, stream)
 }

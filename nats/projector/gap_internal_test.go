@@ -38,10 +38,31 @@ func TestGapReadShortIsNotAHole(t *testing.T) {
 	r, err := New(ctx, srv.JS, Config{Name: "t"})
 	require.NoError(t, err)
 	require.True(t, r.wholeLog)
+	require.True(t, r.ttl)
+	r.ttl = false // a log without message TTLs: every sequence is an event
 	// A delivery of sequence 5 when 1-4 were not applied, and the stream
 	// as this reader sees it holds none of them: the read comes back short.
 	r.next = 1
 	err = r.applyBatch(ctx, []jetstream.Msg{delivery{seq: 5}})
 	require.ErrorContains(t, err, "filling the gap 1..4 read 0 of its 4 events")
 	require.EqualValues(t, 1, r.next, "nothing applied")
+}
+
+// TestGapOfExpiredEvents: on a log with message TTLs, a gap that the
+// stream's leader lacks too is jobs that left the live log, not a
+// replica behind: the runner goes on. One the leader holds more of is
+// still read again.
+func TestGapOfExpiredEvents(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	r, err := New(ctx, srv.JS, Config{Name: "t"})
+	require.NoError(t, err)
+	require.True(t, r.ttl)
+	require.True(t, r.expired(ctx, 1, 4, 0), "the leader holds none of 1-4 either")
+	_, err = srv.JS.Publish(ctx, snats.EventSubjectPrefix+"job", []byte("x"))
+	require.NoError(t, err)
+	require.False(t, r.expired(ctx, 1, 4, 0), "the leader holds sequence 1")
+	require.True(t, r.expired(ctx, 1, 4, 1))
 }

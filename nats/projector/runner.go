@@ -175,8 +175,10 @@ type Runner struct {
 	held held   // records of claimed jobs kept back for the next batch
 	// wholeLog: the runner reads every subject of an append-only stream
 	// (deletes and purges denied), so every sequence in a gap is an event
-	// and a gap read short is an error, not a hole.
+	// and a gap read short is an error, not a hole, unless the log has
+	// message TTLs (ttl) and its leader lacks the same events: they left.
 	wholeLog bool
+	ttl      bool
 
 	mu    sync.Mutex
 	stats Stats
@@ -225,6 +227,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		pause: snats.NewLease(ctl, pauseKey, snats.LeaseConfig{Holder: holder, TTL: cfg.LeaseTTL}),
 		app:   &applier{js: js, proj: projections.New(cfg.Projection), b: b, cache: newCache(cfg.CacheSize)}}
 	r.wholeLog = sc.DenyDelete && sc.DenyPurge && len(sc.Subjects) == 1 && sc.Subjects[0] == cfg.Filter
+	r.ttl = sc.AllowMsgTTL
 	r.app.history = r.history
 	r.stats.Holder = holder
 	return r, nil

@@ -181,6 +181,11 @@ func (f *follower) history(ctx context.Context, r projections.Record) ([]events.
 	if err != nil {
 		return nil, fmt.Errorf("metrics: load job %s: %w", jobID, err)
 	}
+	if len(evs) == 0 && !r.Expires.IsZero() && !time.Now().Before(r.Expires.Add(-time.Second)) {
+		// The job is leaving the live log: its head went first
+		// (eventstore.Gone). There is nothing left to read.
+		return nil, nil
+	}
 	if n := leadingVersions(evs); n+1 < r.Event.Version {
 		if last < r.Seq {
 			return nil, fmt.Errorf("metrics: load job %s: read up to version %d (sequence %d), before its event of version %d at sequence %d: a replica behind the leader answered",

@@ -221,3 +221,16 @@ func TestFollowTallyPassesAJobWhoseLogLacksEvents(t *testing.T) {
 	require.Contains(t, string(buf.Bytes()), `"job":"`+jobID+`"`)
 	require.Contains(t, string(buf.Bytes()), "lacks some of its events")
 }
+
+// TestHistoryOfAJobLeaving: a job whose head left the live log loads as
+// nothing. For an event whose TTL has run out that is the job leaving,
+// not a replica behind; for one still live it stays an error.
+func TestHistoryOfAJobLeaving(t *testing.T) {
+	f := &follower{log: discard(), load: func(context.Context, string) ([]events.Event, uint64, error) { return nil, 0, nil }}
+	ev := events.Event{JobID: "j", Version: 3}
+	evs, err := f.history(context.Background(), projections.Record{Seq: 9, Event: ev, Expires: time.Now().Add(-time.Second)})
+	require.NoError(t, err)
+	require.Empty(t, evs)
+	_, err = f.history(context.Background(), projections.Record{Seq: 9, Event: ev, Expires: time.Now().Add(time.Hour)})
+	require.ErrorContains(t, err, "a replica behind the leader answered")
+}
