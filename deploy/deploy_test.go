@@ -169,8 +169,11 @@ func TestComposeClusterRunsJobs(t *testing.T) {
 	_, ujs := connect(t, urls, "upstream")
 	const n = 40
 	var jobs []string
+	// A slot of now: a fixed one would pass the engines' retention horizon
+	// one day.
+	slot := time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
 	for i := range n {
-		payload := fmt.Sprintf(`{"slot":"2026-12-02T14:00:00Z","query":"compose %d","country":"US","language":"en","device":"mobile"}`, i)
+		payload := fmt.Sprintf(`{"slot":"%s","query":"compose %d","country":"US","language":"en","device":"mobile"}`, slot, i)
 		_, err := ujs.Publish(ctx, snats.ScheduleSubject, []byte(payload))
 		require.NoError(t, err)
 		c, err := engine.ParseCommand([]byte(payload))

@@ -46,12 +46,17 @@ type engineRun struct {
 	sandboxURL     string
 }
 
+// testRunArgs begin a test's serpent run: with no retention, so the
+// tests' fixed slots (2026-12-02) stay accepted whatever the date. A
+// test's own --retention comes later and wins.
+func testRunArgs() []string { return []string{"run", "--retention", "0"} }
+
 func startEngine(t *testing.T, env map[string]string, args ...string) *engineRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &engineRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
 	go func() {
-		r.done <- Run(ctx, append([]string{"run"}, args...), func(k string) string { return env[k] }, r.stdout, r.stderr)
+		r.done <- Run(ctx, append(testRunArgs(), args...), func(k string) string { return env[k] }, r.stdout, r.stderr)
 	}()
 	// Stopped however the test ends, even if it never got ready.
 	t.Cleanup(func() { r.stop(t) })

@@ -50,7 +50,7 @@ func startEngineOn(t *testing.T, env map[string]string, args ...string) *engineR
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &engineRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
 	go func() {
-		r.done <- Run(ctx, append([]string{"run"}, args...), func(k string) string { return env[k] }, r.stdout, r.stderr)
+		r.done <- Run(ctx, append(testRunArgs(), args...), func(k string) string { return env[k] }, r.stdout, r.stderr)
 	}()
 	// Stopped however the test ends, even if it never got ready.
 	t.Cleanup(func() { r.stop(t) })
@@ -188,7 +188,9 @@ func TestCommandsWithNATSAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			edit, flags, env := tt.setup(t)
 			url := runAuthServer(t, edit)
-			startEngineOn(t, nil, append([]string{"--nats-url", url, "--http", "", "--log-level", "warn"}, flags...)...)
+			// The default retention, as the bench's own engine has: the
+			// two share the streams.
+			startEngineOn(t, nil, append([]string{"--nats-url", url, "--http", "", "--log-level", "warn", "--retention", "720h"}, flags...)...)
 
 			cliAuth := func(args ...string) (string, error) {
 				var stdout, stderr strings.Builder
@@ -196,7 +198,7 @@ func TestCommandsWithNATSAuth(t *testing.T) {
 					func(string) string { return "" }, &stdout, &stderr)
 				return stdout.String(), err
 			}
-			out, err := cliAuth("schedule", "--query", "espresso scale", "--device", "mobile", "--slot", "2026-12-02T14:00:00Z")
+			out, err := cliAuth("schedule", "--query", "espresso scale", "--device", "mobile") // a slot of now
 			require.NoError(t, err)
 			job := strings.TrimSpace(out)
 			require.Regexp(t, `^[0-9a-f]{32}$`, job)

@@ -34,7 +34,7 @@ func startEngineEarly(t *testing.T, args ...string) *startingEngine {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &startingEngine{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
 	go func() {
-		r.done <- Run(ctx, append([]string{"run"}, args...), func(string) string { return "" }, r.stdout, r.stderr)
+		r.done <- Run(ctx, append(testRunArgs(), args...), func(string) string { return "" }, r.stdout, r.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel(errors.New("test ended"))
