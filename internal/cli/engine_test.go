@@ -243,8 +243,8 @@ func TestRunStopsWhenALoopEnds(t *testing.T) {
 	done, ended := make(chan error, 1), make(chan struct{})
 	go func() {
 		defer close(ended)
-		done <- Run(ctx, []string{"run", "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "",
-			"--log-level", "error"}, func(string) string { return "" }, stdout, stderr)
+		done <- Run(ctx, append(testRunArgs(), "--data", filepath.Join(dir, "data"), "--nats-listen", "127.0.0.1:0", "--http", "",
+			"--log-level", "error"), func(string) string { return "" }, stdout, stderr)
 	}()
 	t.Cleanup(func() { cancel(); <-ended })
 	natsRE := regexp.MustCompile(`JetStream at (nats://\S+)`)

@@ -22,7 +22,7 @@ func runUntilReadyOrError(t *testing.T, env map[string]string, args ...string) (
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, append([]string{"run"}, args...), func(k string) string { return env[k] }, out, errOut)
+		done <- Run(ctx, append(testRunArgs(), args...), func(k string) string { return env[k] }, out, errOut)
 	}()
 	var runErr error
 	ended := false
