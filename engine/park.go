@@ -107,8 +107,13 @@ func (e *Engine) release(acct string) {
 		return
 	}
 	if d := e.cfg.Limiter.pausedFor(acct); d > 0 {
-		if l.running == 0 {
-			e.wakeLocked(acct, l, d) // paused again: the rest wait for this pause
+		if l.running > 0 {
+			return // the last of them to finish comes back here
+		}
+		e.wakeLocked(acct, l, d) // paused again: the rest wait for this pause
+		for _, p := range l.queue {
+			// Still held back, without asking again: counted as waiting.
+			_ = e.cfg.Limiter.throttle(acct, p.jobID, WaitPaused, d)
 		}
 		return
 	}
