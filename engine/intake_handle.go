@@ -14,9 +14,9 @@ import (
 // while the command is held, or a rejection recorded with rec. The
 // command is acknowledged once that is durable, asked again a second
 // later if it failed, and left alone when a test hook played a crash. A
-// new job its account holds back for a short while keeps its command
-// instead of a timer (holdBack): the job goes on from the log when the
-// wait is over, and its command is settled then. The
+// new job its account's pause holds back keeps its command instead of a
+// timer (park): the job goes on from the log when the pause is over, and
+// its command is settled then. The
 // intake's loop (package nats) calls it for every delivery; the
 // simulation (internal/sim) calls it with its own messages and rejection
 // records, so both run this code.
@@ -33,13 +33,17 @@ func (e *Engine) HandleCommand(ctx context.Context, rec Rejections, msg Msg) {
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this
 		// process dies, the command comes back and the job with it.
-		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, func(te *ThrottledError, d time.Duration) bool {
-			waiting = e.holdBack(ctx, &e.commands, out.JobID, msg, te, d)
+		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, func(te *ThrottledError, _ time.Duration) bool {
+			// Only a pause parks the command. Handed back, it would come
+			// again with the job's first events to store, and ask its
+			// account twice: its first permit would be spent on a
+			// write the stored job refuses.
+			waiting = te != nil && te.Reason == WaitPaused && e.park(ctx, &e.commands, te.Account, out.JobID, msg, te.For)
 			return waiting
 		}, time.Time{})
 	}
 	if waiting {
-		return // parked or handed back (settle stopped there): it goes on when the wait is over
+		return // parked (settle stopped there): it goes on when the pause is over
 	}
 	var rej *RejectError
 	switch {
