@@ -82,8 +82,9 @@ func (e *Engine) Refuse(ctx context.Context, rec Rejections, msg Msg, rej *Rejec
 
 // settle steps a job and arms its timer if it must wait. hold, if not
 // nil, is offered a wait its account imposes (a pause, a limit; te says
-// which) first: when it takes the wait, no timer is armed. woke is the server's time when the
-// timer that woke the job fired (zero when no timer did).
+// which) first: when it takes the wait, no timer is armed. woke is the
+// server's time when the timer that woke the job fired (zero when no
+// timer did).
 func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func(), hold func(te *ThrottledError, d time.Duration) bool, woke time.Time) error {
 	next, throttle, err := e.step(ctx, jobID, k, keepAlive)
 	if err != nil {
