@@ -89,7 +89,14 @@ func (m *metered) maxInWindow(d time.Duration) int {
 // engine.
 func setupLimited(t *testing.T, cfg sandbox.Config) (*live, *metered) {
 	t.Helper()
-	l := setupLive(t, sandbox.Faults{})
+	return setupLimitedAckWait(t, cfg, time.Second)
+}
+
+// setupLimitedAckWait is setupLimited whose consumers wait ackWait for a
+// sign of life from a delivery before they deliver it again.
+func setupLimitedAckWait(t *testing.T, cfg sandbox.Config, ackWait time.Duration) (*live, *metered) {
+	t.Helper()
+	l := setupLiveAckWait(t, sandbox.Faults{}, ackWait)
 	cfg.Seed = 1
 	sb := sandbox.New(cfg)
 	m := &metered{h: sb, status: map[int]int{}, first: map[int]time.Time{}}
@@ -314,12 +321,14 @@ func contains(list []string, s string) bool {
 
 // TestPauseParksWakeUps: jobs woken while their account is paused wait
 // in the engine's lot for the account, their wake-ups kept alive past the
-// consumer's ack wait (a second here), instead of each arming a timer or
+// consumer's ack wait, instead of each arming a timer or
 // coming back again and again: the pause writes nothing to SERP_WORK, each
 // wake-up is delivered once, and each job is bought once when it ends.
 func TestPauseParksWakeUps(t *testing.T) {
 	t.Parallel()
-	l, m := setupLimited(t, sandbox.Config{})
+	// An ack wait of 3 s: a busy machine may delay a sign of life by
+	// a second or more.
+	l, m := setupLimitedAckWait(t, sandbox.Config{}, 3*time.Second)
 	ctx := context.Background()
 	eng := l.limitedEngine("a", time.Minute)
 	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
@@ -331,9 +340,9 @@ func TestPauseParksWakeUps(t *testing.T) {
 		require.NoError(t, err)
 		jobs = append(jobs, out.JobID)
 	}
-	// Paused once the wake-ups are written: the pause need only outlast
-	// the engine's start.
-	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
+	// Paused once the wake-ups are written: the pause outlasts the
+	// engine's start and the consumer's ack wait.
+	pauser.Pause(ctx, "", time.Now().Add(6*time.Second), "test")
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
@@ -373,14 +382,14 @@ func TestPauseParksWakeUps(t *testing.T) {
 // bought once.
 func TestPauseParksCommands(t *testing.T) {
 	t.Parallel()
-	l, m := setupLimited(t, sandbox.Config{})
+	l, m := setupLimitedAckWait(t, sandbox.Config{}, 3*time.Second) // as in TestPauseParksWakeUps
 	ctx := context.Background()
 	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(pauser.Close)
 	eng := l.limitedEngine("a", time.Minute)
 	l.start(eng, 8)
-	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
+	pauser.Pause(ctx, "", time.Now().Add(6*time.Second), "test")
 	waitPaused(t, l)
 	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
 	require.NoError(t, err)
