@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -163,9 +163,13 @@ type Engine struct {
 	cfg     Config
 	decider aggregate.Decider
 	log     *slog.Logger
-	// held counts the work deliveries this process handed back with a
-	// delay instead of arming a timer, whose delay has not passed yet.
-	held atomic.Int32
+	// work and commands count the deliveries of wake-ups and of schedule
+	// commands this process holds back instead of arming a timer.
+	work, commands holds
+	// lots are the deliveries parked while their account is paused, by
+	// account (park.go).
+	parkMu sync.Mutex
+	lots   map[string]*lot
 }
 
 // New checks the configuration and returns an engine.
@@ -174,7 +178,8 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, decider: aggregate.Decider{Table: cfg.Table}, log: cfg.Logger.With("worker", cfg.Name)}, nil
+	return &Engine{cfg: cfg, decider: aggregate.Decider{Table: cfg.Table}, log: cfg.Logger.With("worker", cfg.Name),
+		lots: map[string]*lot{}}, nil
 }
 
 // api returns the API of an account.

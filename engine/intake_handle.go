@@ -13,7 +13,10 @@ import (
 // job, taken as far as it goes now (its timer armed if it must wait)
 // while the command is held, or a rejection recorded with rec. The
 // command is acknowledged once that is durable, asked again a second
-// later if it failed, and left alone when a test hook played a crash. The
+// later if it failed, and left alone when a test hook played a crash. A
+// new job its account's pause holds back keeps its command instead of a
+// timer (park): the job goes on from the log when the pause is over, and
+// its command is settled then. The
 // intake's loop (package nats) calls it for every delivery; the
 // simulation (internal/sim) calls it with its own messages and rejection
 // records, so both run this code.
@@ -26,10 +29,21 @@ func (e *Engine) HandleCommand(ctx context.Context, rec Rejections, msg Msg) {
 	}
 	source := fmt.Sprintf("%s:%d", info.Stream, info.Seq)
 	out, k, err := e.schedule(ctx, msg.Data(), source, true)
+	waiting := false
 	if err == nil {
 		// Take the job as far as it goes now, holding the command: if this
 		// process dies, the command comes back and the job with it.
-		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, nil, time.Time{})
+		err = e.settle(ctx, out.JobID, k, func() { _ = msg.InProgress() }, func(te *ThrottledError, _ time.Duration) bool {
+			// Only a pause parks the command. Handed back, it would come
+			// again with the job's first events to store, and ask its
+			// account twice: its first permit would be spent on a
+			// write the stored job refuses.
+			waiting = te != nil && te.Reason == WaitPaused && e.park(ctx, &e.commands, te.Account, out.JobID, msg, te.For)
+			return waiting
+		}, time.Time{})
+	}
+	if waiting {
+		return // parked (settle stopped there): it goes on when the pause is over
 	}
 	var rej *RejectError
 	switch {
@@ -67,11 +81,12 @@ func (e *Engine) Refuse(ctx context.Context, rec Rejections, msg Msg, rej *Rejec
 }
 
 // settle steps a job and arms its timer if it must wait. hold, if not
-// nil, is offered a wait its account imposes (a pause, a limit) first: when
-// it takes the wait, no timer is armed. woke is the server's time when the
-// timer that woke the job fired (zero when no timer did).
-func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func(), hold func(time.Duration) bool, woke time.Time) error {
-	next, throttled, err := e.step(ctx, jobID, k, keepAlive)
+// nil, is offered a wait its account imposes (a pause, a limit; te says
+// which) first: when it takes the wait, no timer is armed. woke is the
+// server's time when the timer that woke the job fired (zero when no
+// timer did).
+func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive func(), hold func(te *ThrottledError, d time.Duration) bool, woke time.Time) error {
+	next, throttle, err := e.step(ctx, jobID, k, keepAlive)
 	if err != nil {
 		return err
 	}
@@ -84,7 +99,7 @@ func (e *Engine) settle(ctx context.Context, jobID string, k known, keepAlive fu
 	// past it already, and again until this clock got there.
 	at, now := next.At, e.cfg.Now()
 	skew := max(woke.Sub(now), 0)
-	if hold != nil && (throttled || skew > 0 && !at.After(woke)) && hold(at.Sub(now)) {
+	if hold != nil && (throttle != nil || skew > 0 && !at.After(woke)) && hold(throttle, at.Sub(now)) {
 		return nil
 	}
 	at = at.Add(skew)

@@ -556,6 +556,14 @@ func (l *Limiter) Pause(ctx context.Context, account string, until time.Time, re
 	l.mu.Unlock()
 }
 
+// pausedFor is how long the account (its key name) stays paused from now.
+func (l *Limiter) pausedFor(acct string) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.pauses[acct].Sub(now), 0)
+}
+
 // update changes one key with compare-and-set; fn returns nil to leave it.
 func (l *Limiter) update(ctx context.Context, key string, fn func(old []byte) ([]byte, error)) error {
 	give := time.Now().Add(updatePatience)

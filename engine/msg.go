@@ -35,4 +35,7 @@ type MsgInfo struct {
 	// Stored is when the server stored it, by the server's clock (a
 	// timer's wake-up: when the timer fired); zero if unknown.
 	Stored time.Time
+	// AckWait is how long the queue waits for a sign of life from the
+	// delivery before it delivers the message again; zero if unknown.
+	AckWait time.Duration
 }

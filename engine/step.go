@@ -52,9 +52,9 @@ func after(s aggregate.State, ver uint64, evs []events.Event) known {
 	return known{s: aggregate.ApplyAll(s, evs), ver: ver, ok: true}
 }
 
-func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttled bool, err error) {
+func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func()) (next aggregate.Next, throttle *ThrottledError, err error) {
 	defer func() {
-		if e.cfg.Limiter != nil && !throttled && k.ok {
+		if e.cfg.Limiter != nil && throttle == nil && k.ok {
 			// Done, sent, or waiting for something else: no longer held
 			// back by its account, here at least.
 			e.cfg.Limiter.notWaiting(accountKey(k.s.Account), jobID)
@@ -65,7 +65,7 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 		if loaded = !k.ok; loaded {
 			evs, ver, err := e.cfg.Store.Load(ctx, jobID)
 			if err != nil {
-				return aggregate.Next{}, false, fmt.Errorf("load job %s: %w", jobID, err)
+				return aggregate.Next{}, nil, fmt.Errorf("load job %s: %w", jobID, err)
 			}
 			k = known{s: aggregate.Fold(evs), ver: ver, ok: true}
 		}
@@ -76,29 +76,29 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 			// About to drop the delivery: make sure the load was not
 			// answered by a replica behind the log.
 			if err := e.confirmLoad(ctx, jobID, ver); err != nil {
-				return aggregate.Next{}, false, err
+				return aggregate.Next{}, nil, err
 			}
 		}
 		if !s.Exists() {
-			return aggregate.Next{Step: aggregate.StepDone}, false, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
+			return aggregate.Next{Step: aggregate.StepDone}, nil, fmt.Errorf("%w: %s", ErrNoSuchJob, jobID)
 		}
 		if len(pending) > 0 && next.Step != aggregate.StepSend {
 			if k, err = e.storeNew(ctx, s, pending); err != nil {
-				return aggregate.Next{}, false, err
+				return aggregate.Next{}, nil, err
 			}
 			continue
 		}
 		switch next.Step {
 		case aggregate.StepDone, aggregate.StepWait:
-			return next, false, nil
+			return next, nil, nil
 		case aggregate.StepReconcile:
 			if k, err = e.reconcile(ctx, s, ver); err != nil {
 				if ctx.Err() != nil || errors.Is(err, ErrCrash) {
-					return aggregate.Next{}, false, err
+					return aggregate.Next{}, nil, err
 				}
 				var ns *aggregate.NotSettledError
 				if errors.As(err, &ns) {
-					return aggregate.Next{Step: aggregate.StepWait, At: ns.Until}, false, nil
+					return aggregate.Next{Step: aggregate.StepWait, At: ns.Until}, nil, nil
 				}
 				var le *serper.LedgerError
 				retry := e.cfg.ReconcileRetry
@@ -113,7 +113,7 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				} else {
 					e.jobLog(jobID, s).Warn("reconciliation failed; trying again later", "err", err, "retry_in", retry)
 				}
-				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, false, nil
+				return aggregate.Next{Step: aggregate.StepWait, At: now.Add(retry)}, nil, nil
 			}
 		case aggregate.StepSend:
 			if k, err = e.send(ctx, s, ver, pending, keepAlive); err != nil {
@@ -123,18 +123,18 @@ func (e *Engine) step(ctx context.Context, jobID string, k known, keepAlive func
 				}
 				var te *ThrottledError
 				if errors.As(err, &te) {
-					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(e.throttledFor(s, te))}, true, nil
+					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(e.throttledFor(s, te))}, te, nil
 				}
 				if errors.Is(err, ErrUnknownAccount) {
 					e.jobLog(jobID, s).Error("the job's API account is not configured here; waiting for it (a job not sent yet fails at its age budget)",
 						"err", err, "retry_in", unknownAccountRetry)
-					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(unknownAccountRetry)}, false, nil
+					return aggregate.Next{Step: aggregate.StepWait, At: now.Add(unknownAccountRetry)}, nil, nil
 				}
-				return aggregate.Next{}, false, err
+				return aggregate.Next{}, nil, err
 			}
 		}
 	}
-	return aggregate.Next{}, false, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
+	return aggregate.Next{}, nil, fmt.Errorf("job %s: no progress after %d rounds", jobID, maxRounds)
 }
 
 // errStaleLoad: a job was loaded from a replica behind the log's leader.

@@ -96,6 +96,15 @@ func loop(ctx context.Context, cons jetstream.Consumer, concurrency int, grace t
 	return ended
 }
 
+// ackWait is how long cons waits for a sign of life from a delivery
+// before it delivers it again; zero if unknown.
+func ackWait(cons jetstream.Consumer) time.Duration {
+	if ci := cons.CachedInfo(); ci != nil {
+		return ci.Config.AckWait
+	}
+	return 0
+}
+
 func consumerName(cons jetstream.Consumer) string {
 	if ci := cons.CachedInfo(); ci != nil {
 		return ci.Name

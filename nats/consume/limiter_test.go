@@ -89,7 +89,14 @@ func (m *metered) maxInWindow(d time.Duration) int {
 // engine.
 func setupLimited(t *testing.T, cfg sandbox.Config) (*live, *metered) {
 	t.Helper()
-	l := setupLive(t, sandbox.Faults{})
+	return setupLimitedAckWait(t, cfg, time.Second)
+}
+
+// setupLimitedAckWait is setupLimited whose consumers wait ackWait for a
+// sign of life from a delivery before they deliver it again.
+func setupLimitedAckWait(t *testing.T, cfg sandbox.Config, ackWait time.Duration) (*live, *metered) {
+	t.Helper()
+	l := setupLiveAckWait(t, sandbox.Faults{}, ackWait)
 	cfg.Seed = 1
 	sb := sandbox.New(cfg)
 	m := &metered{h: sb, status: map[int]int{}, first: map[int]time.Time{}}
@@ -312,13 +319,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestShortThrottlesHandTheDeliveryBack: jobs woken while their account
-// is paused go back to the work consumer with a delayed redelivery instead
-// of each arming a timer, so the pause writes nothing to SERP_WORK; they
-// are bought once when it ends.
-func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
+// TestPauseParksWakeUps: jobs woken while their account is paused wait
+// in the engine's lot for the account, their wake-ups kept alive past the
+// consumer's ack wait, instead of each arming a timer or
+// coming back again and again: the pause writes nothing to SERP_WORK, each
+// wake-up is delivered once, and each job is bought once when it ends.
+func TestPauseParksWakeUps(t *testing.T) {
 	t.Parallel()
-	l, m := setupLimited(t, sandbox.Config{})
+	// An ack wait of 3 s: a busy machine may delay a sign of life by
+	// a second or more.
+	l, m := setupLimitedAckWait(t, sandbox.Config{}, 3*time.Second)
 	ctx := context.Background()
 	eng := l.limitedEngine("a", time.Minute)
 	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
@@ -330,9 +340,9 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 		require.NoError(t, err)
 		jobs = append(jobs, out.JobID)
 	}
-	// Paused once the wake-ups are written: the pause need only outlast
-	// the engine's start.
-	pauser.Pause(ctx, "", time.Now().Add(3*time.Second), "test")
+	// Paused once the wake-ups are written: the pause outlasts the
+	// engine's start and the consumer's ack wait.
+	pauser.Pause(ctx, "", time.Now().Add(6*time.Second), "test")
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
 		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
@@ -362,13 +372,123 @@ func TestShortThrottlesHandTheDeliveryBack(t *testing.T) {
 	require.NoError(t, err)
 	ci, err := cons.Info(ctx)
 	require.NoError(t, err)
-	require.Greater(t, ci.Delivered.Consumer, uint64(len(jobs)), "the wake-ups came again after the pause")
+	require.Equal(t, uint64(len(jobs)), ci.Delivered.Consumer, "each wake-up delivered once")
 }
 
-// TestHeldDeliveriesOutliveTheirWorker: a worker hands its throttled
-// wake-ups back with a delay and then dies while they wait. The delays
-// are the server's, so another worker gets them when the pause ends and
-// buys each job once; nothing was armed or written for them meanwhile.
+// TestPauseParksCommands: commands of new jobs that come while their
+// account is paused wait in the engine's lot with their jobs: however many
+// they are, the pause writes no timer, each command is delivered once and
+// acknowledged once its job went on after the pause, and each job is
+// bought once.
+func TestPauseParksCommands(t *testing.T) {
+	t.Parallel()
+	l, m := setupLimitedAckWait(t, sandbox.Config{}, 3*time.Second) // as in TestPauseParksWakeUps
+	ctx := context.Background()
+	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(pauser.Close)
+	eng := l.limitedEngine("a", time.Minute)
+	l.start(eng, 8)
+	pauser.Pause(ctx, "", time.Now().Add(6*time.Second), "test")
+	waitPaused(t, l)
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	info, err := work.Info(ctx)
+	require.NoError(t, err)
+	written := info.State.LastSeq
+
+	const n = 40
+	var jobs []string
+	for i := 0; i < n; i++ {
+		l.publish(cmdFor(i))
+		jobs = append(jobs, jobFor(t, cmdFor(i)))
+	}
+	states := l.waitTerminal(jobs, time.Minute)
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
+		require.Equal(t, 1, c, "job %s bought once", j)
+	}
+	m.mu.Lock()
+	require.Zero(t, m.status[429])
+	m.mu.Unlock()
+	info, err = work.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, written, info.State.LastSeq, "no timer written for the jobs the pause held")
+	l.waitSettled(snats.IntakeConsumer)
+	cons, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
+	require.NoError(t, err)
+	ci, err := cons.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(n), ci.Delivered.Consumer, "each command delivered once")
+}
+
+// TestParkedCommandsOutliveTheirWorker: a worker parks the commands of new
+// jobs while their account is paused and dies. The commands were never
+// acknowledged, so another worker gets them and buys each job once; no
+// timer was written for them.
+func TestParkedCommandsOutliveTheirWorker(t *testing.T) {
+	t.Parallel()
+	l, _ := setupLimited(t, sandbox.Config{})
+	ctx := context.Background()
+	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(pauser.Close)
+	a := l.limitedEngine("a", time.Minute)
+	stopA := l.start(a, 8)
+	pauser.Pause(ctx, "", time.Now().Add(4*time.Second), "test")
+	waitPaused(t, l)
+	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
+	require.NoError(t, err)
+	info, err := work.Info(ctx)
+	require.NoError(t, err)
+	written := info.State.LastSeq
+
+	var jobs []string
+	for i := 0; i < 5; i++ {
+		l.publish(cmdFor(i))
+		jobs = append(jobs, jobFor(t, cmdFor(i)))
+	}
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		if n := a.HeldCommands(); n < len(jobs) {
+			return fmt.Errorf("a holds %d of %d commands", n, len(jobs))
+		}
+		return nil
+	})
+	stopA() // a dies with every command parked
+	cons, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
+	require.NoError(t, err)
+	ci, err := cons.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, ci.AckFloor.Consumer, "a acknowledged none of them")
+
+	l.start(l.limitedEngine("b", time.Minute), 8)
+	states := l.waitTerminal(jobs, time.Minute)
+	for j, c := range l.chargesPerJob(states) {
+		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
+		require.Equal(t, 1, c, "job %s bought once", j)
+	}
+	info, err = work.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, written, info.State.LastSeq, "no timer written for the parked jobs")
+	l.waitSettled(snats.IntakeConsumer)
+}
+
+// waitPaused waits until the default account's pause is in the bucket.
+func waitPaused(t *testing.T, l *live) {
+	t.Helper()
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		st, err := engine.AccountStatuses(context.Background(), l.accounts(), time.Now())
+		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
+			return fmt.Errorf("not paused yet")
+		}
+		return nil
+	})
+}
+
+// TestHeldDeliveriesOutliveTheirWorker: a worker parks its throttled
+// wake-ups while their account is paused and then dies. They were never
+// acknowledged, so another worker gets them and buys each job once;
+// nothing was armed or written for them meanwhile.
 func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{})
@@ -412,7 +532,7 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	ci, err := cons.Info(ctx)
 	require.NoError(t, err)
 	require.Zero(t, ci.AckFloor.Consumer, "a acknowledged none of them")
-	require.Equal(t, len(jobs), ci.NumAckPending, "the server keeps them for their delay")
+	require.Equal(t, len(jobs), ci.NumAckPending, "they wait unacknowledged")
 
 	l.start(l.limitedEngine("b", time.Minute), 8)
 	states := l.waitTerminal(jobs, time.Minute)

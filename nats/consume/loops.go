@@ -43,8 +43,9 @@ func (o Options) withDefaults(concurrency int, grace time.Duration) Options {
 // steps finish within the grace period and returns.
 func Work(ctx context.Context, eng *engine.Engine, cons jetstream.Consumer, opts Options) error {
 	opts = opts.withDefaults(8, 15*time.Second)
+	wait := ackWait(cons)
 	return loop(ctx, cons, opts.Concurrency, opts.Grace, opts.Logger, func(ctx context.Context, m jetstream.Msg) {
-		eng.HandleWork(ctx, strings.TrimPrefix(m.Subject(), snats.WorkSubjectPrefix), msg{m})
+		eng.HandleWork(ctx, strings.TrimPrefix(m.Subject(), snats.WorkSubjectPrefix), msg{m, wait})
 	})
 }
 
@@ -56,12 +57,13 @@ func Work(ctx context.Context, eng *engine.Engine, cons jetstream.Consumer, opts
 // has it.
 func Intake(ctx context.Context, eng *engine.Engine, rec engine.Rejections, cons jetstream.Consumer, opts Options) error {
 	opts = opts.withDefaults(16, 10*time.Second)
+	wait := ackWait(cons)
 	return loop(ctx, cons, opts.Concurrency, opts.Grace, opts.Logger, func(ctx context.Context, m jetstream.Msg) {
 		if m.Subject() != snats.ScheduleSubject {
 			_ = m.Ack()
 			return
 		}
-		eng.HandleCommand(ctx, rec, msg{m})
+		eng.HandleCommand(ctx, rec, msg{m, wait})
 	})
 }
 
@@ -71,7 +73,7 @@ func Intake(ctx context.Context, eng *engine.Engine, rec engine.Rejections, cons
 func Strays(ctx context.Context, eng *engine.Engine, rec engine.Rejections, cons jetstream.Consumer, opts Options) error {
 	opts = opts.withDefaults(4, 5*time.Second)
 	return loop(ctx, cons, opts.Concurrency, opts.Grace, opts.Logger, func(ctx context.Context, m jetstream.Msg) {
-		HandleStray(ctx, eng, rec, msg{m})
+		HandleStray(ctx, eng, rec, msg{Msg: m})
 	})
 }
 
@@ -81,7 +83,7 @@ func Strays(ctx context.Context, eng *engine.Engine, rec engine.Rejections, cons
 func Firing(ctx context.Context, s *engine.Schedules, cons jetstream.Consumer, opts Options) error {
 	opts = opts.withDefaults(4, 10*time.Second)
 	return loop(ctx, cons, opts.Concurrency, opts.Grace, opts.Logger, func(ctx context.Context, m jetstream.Msg) {
-		s.HandleDue(ctx, strings.TrimPrefix(m.Subject(), snats.ScheduleDuePrefix), msg{m})
+		s.HandleDue(ctx, strings.TrimPrefix(m.Subject(), snats.ScheduleDuePrefix), msg{Msg: m})
 	})
 }
 
@@ -92,6 +94,6 @@ func Firing(ctx context.Context, s *engine.Schedules, cons jetstream.Consumer, o
 func ScheduleCommands(ctx context.Context, eng *engine.Engine, s *engine.Schedules, rec engine.Rejections, cons jetstream.Consumer, opts Options) error {
 	opts = opts.withDefaults(1, 10*time.Second)
 	return loop(ctx, cons, opts.Concurrency, opts.Grace, opts.Logger, func(ctx context.Context, m jetstream.Msg) {
-		eng.HandleScheduleCommand(ctx, s, rec, strings.TrimPrefix(m.Subject(), snats.ScheduleOpPrefix), msg{m})
+		eng.HandleScheduleCommand(ctx, s, rec, strings.TrimPrefix(m.Subject(), snats.ScheduleOpPrefix), msg{Msg: m})
 	})
 }

@@ -1,13 +1,19 @@
 package consume
 
 import (
+	"time"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/serpent-engine/serpent/engine"
 )
 
-// msg is a JetStream delivery as the engine's handlers take it.
-type msg struct{ jetstream.Msg }
+// msg is a JetStream delivery as the engine's handlers take it. ackWait
+// is its consumer's (zero if unknown).
+type msg struct {
+	jetstream.Msg
+	ackWait time.Duration
+}
 
 var _ engine.Msg = msg{}
 
@@ -17,5 +23,6 @@ func (m msg) Info() (engine.MsgInfo, error) {
 	if err != nil {
 		return engine.MsgInfo{}, err
 	}
-	return engine.MsgInfo{Stream: meta.Stream, Seq: meta.Sequence.Stream, Delivered: meta.NumDelivered, Stored: meta.Timestamp}, nil
+	return engine.MsgInfo{Stream: meta.Stream, Seq: meta.Sequence.Stream, Delivered: meta.NumDelivered, Stored: meta.Timestamp,
+		AckWait: m.ackWait}, nil
 }

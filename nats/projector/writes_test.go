@@ -17,7 +17,7 @@ import (
 // which a single server does not have to stage. Both are the same fold.
 func TestFewValuesArePlainWrites(t *testing.T) {
 	w := setup(t)
-	w.more(20, "many")
+	w.more(40, "many")
 	w.runner("r1", projector.Config{})
 	w.caughtUp()
 	w.more(1, "few")
@@ -35,7 +35,7 @@ func TestFewValuesArePlainWrites(t *testing.T) {
 		return m.Header.Get("Nats-Batch-Id") != ""
 	}
 	first, last := w.recs[0].Event.JobID, w.recs[len(w.recs)-1].Event.JobID
-	require.True(t, batched(first), "20 jobs' ledgers in one batch are written as an atomic batch")
+	require.True(t, batched(first), "40 jobs' ledgers in one batch are written as an atomic batch")
 	require.False(t, batched(last), "a lone job's ledgers are plain writes")
 }
 
