@@ -23,8 +23,8 @@ type RebuildOptions struct {
 	// Projection must be what the runners use (the price in the spend
 	// estimate), or the switch changes every day value.
 	Projection projections.Config
-	// Batch is how many events are folded and written at once; default
-	// 2000.
+	// Batch is how many messages of the log are folded and written at
+	// once; default DefaultBatch, as the runners.
 	Batch int
 	// LeaseTTL must be the runners' (default 10 s).
 	LeaseTTL time.Duration
@@ -42,7 +42,7 @@ func (o RebuildOptions) withDefaults() RebuildOptions {
 	rc := Config{Stream: o.Stream, Filter: o.Filter, LeaseTTL: o.LeaseTTL, Name: o.Name, Logger: o.Logger}.withDefaults()
 	o.Stream, o.Filter, o.LeaseTTL, o.Name, o.Logger = rc.Stream, rc.Filter, rc.LeaseTTL, rc.Name, rc.Logger
 	if o.Batch <= 0 {
-		o.Batch = 2000
+		o.Batch = DefaultBatch
 	}
 	if o.Progress == nil {
 		o.Progress = func(string, uint64, uint64) {}
