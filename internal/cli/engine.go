@@ -96,7 +96,13 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	var events engine.Store = st
-	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now)
+	var proj *projector.Runner
+	if *withProjections {
+		if proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: f.workerName(), Logger: log}); err != nil {
+			return err
+		}
+	}
+	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now, proj)
 	if f.groupCommit {
 		c := group.New(st, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)
@@ -130,7 +136,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	cleanup = append(cleanup, stopFold)
 	if f.httpAddr != "" {
 		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
-			limiter: lim}
+			limiter: lim, runner: proj}
 		addr, stop, err := ops.server().Serve(f.httpAddr)
 		if err != nil {
 			return err
@@ -158,12 +164,6 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	strays, err := snats.Consumer(ctx, js, snats.CommandStream, snats.StrayConsumer)
 	if err != nil {
 		return err
-	}
-	var proj *projector.Runner
-	if *withProjections {
-		if proj, err = projector.New(ctx, js, projector.Config{Replicas: f.replicas, Name: eng.Name(), Logger: log}); err != nil {
-			return err
-		}
 	}
 	say("worker %s ready with %d slots; publish schedule commands on %s", eng.Name(), f.workers, snats.ScheduleSubject)
 

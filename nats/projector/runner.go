@@ -181,8 +181,9 @@ type Runner struct {
 	// and a gap read short is an error, not a hole.
 	wholeLog bool
 
-	mu    sync.Mutex
-	stats Stats
+	mu      sync.Mutex
+	stats   Stats
+	catchUp *catchingUp // while the runner catches up with the log
 }
 
 // Stats are what a runner did, for logs and tests.
@@ -198,7 +199,10 @@ type Stats struct {
 	Held      int       `json:"held"`     // events of claimed jobs kept back for the next batch
 	LastSeq   uint64    `json:"last_seq"` // the newest event applied
 	LastAt    time.Time `json:"last_at"`  // when it was stored
-	LastError string    `json:"last_error,omitempty"`
+	// Pending are the events of the log after the newest delivered to
+	// the runner, as the server counted them when it delivered it.
+	Pending   uint64 `json:"pending"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // New provisions the buckets, the control bucket and the durable
@@ -409,6 +413,9 @@ func (r *Runner) start(ctx context.Context) error {
 	r.app.cache.clear()
 	r.next, r.held = info.AckFloor.Stream+1, held{}
 	r.update(func(s *Stats) { s.Holding = true })
+	r.mu.Lock()
+	r.catchUp = nil
+	r.mu.Unlock()
 	r.log.Info("projections: took the lease", "holder", r.lease.Holder(), "from_seq", r.next)
 	return nil
 }
