@@ -51,11 +51,11 @@ func (o RebuildOptions) withDefaults() RebuildOptions {
 }
 
 // RebuildBatch is how many messages of the log a rebuild folds at once
-// unless told otherwise: twice a runner's batch, as a rebuild runs in a
-// process of its own (serpent projections rebuild) rather than in every
-// engine, and the more events a batch holds, the fewer values it writes
+// unless told otherwise. A rebuild runs in a process of its own (serpent
+// projections rebuild) rather than in every engine, so it holds more than
+// a runner: the more events a batch holds, the fewer values it writes
 // more than once.
-const RebuildBatch = 2 * DefaultBatch
+const RebuildBatch = 16000
 
 // RebuildReport says what a rebuild did.
 type RebuildReport struct {

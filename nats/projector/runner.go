@@ -20,15 +20,16 @@ import (
 )
 
 // DefaultBatch is the most messages of the log a runner applies at once
-// unless told otherwise: about 10,500 events, a message holding one event
+// unless told otherwise: about 8,000 events, a message holding one event
 // or the group of an append (1.3 events a message in serpent bench's
 // logs). Only a runner that trails the log fills a batch. The more events
 // a batch holds, the fewer of a job's values are written more than once
-// (catching up with BenchmarkRunner's log, a runner writes 0.90 values an
-// event in batches of 16,000 messages, 1.00 in batches of 6,000), but the
+// (catching up with BenchmarkRunner's log, a runner writes 1.00 values an
+// event in batches of 6,000 messages, 0.90 in batches of 16,000), but the
 // batch's records are what a catching-up runner holds in memory: some
-// 12 MB more of an engine's peak RSS for every 1,000 messages.
-const DefaultBatch = 8000
+// 12 MB more of an engine's peak RSS for every 1,000 messages, and an
+// engine catching up must stay under 300 MB.
+const DefaultBatch = 6000
 
 // DefaultLinger is how long an idle runner waits for more events once one
 // comes, unless told otherwise. It adds at most that much to how far the
