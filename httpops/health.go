@@ -28,7 +28,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz is readiness: NATS connected, the engine's streams and buckets
 // present, and the projections no further behind than --ready-max-lag
 // events, their oldest event to apply waiting no longer than
-// --ready-max-behind. It answers 200 or 503 with one line per check.
+// --ready-max-behind, and not catching up in this engine. It answers 200
+// or 503 with one line per check.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
@@ -76,6 +77,10 @@ func (s *Server) readiness(ctx context.Context) ([]string, bool) {
 	}
 	if s.cfg.Projections {
 		lag, err := s.cfg.Source.Lag(ctx, time.Now())
+		if c := lag.CatchUp; err == nil && c != nil {
+			err = fmt.Errorf("catching up: %d of %d events applied (%d%%), %.0f events/s, about %s left",
+				c.Done, c.Total, c.Done*100/max(c.Total, 1), c.Rate, c.Left.Round(time.Second))
+		}
 		if err == nil && lag.Pending > s.cfg.ReadyMaxLag {
 			err = fmt.Errorf("%d events to apply, more than --ready-max-lag %d", lag.Pending, s.cfg.ReadyMaxLag)
 		}

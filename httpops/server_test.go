@@ -112,6 +112,9 @@ func TestReadyz(t *testing.T) {
 		{"an event waiting too long", func() { src.lag = httpops.Lag{Pending: 1, Behind: 61 * time.Second} },
 			"FAIL projection lag 1 events: the oldest event to apply has waited 1m1s, more than --ready-max-behind 1m0s"},
 		{"the lag unknown", func() { src.lagErr = errors.New("no consumer") }, "FAIL projection lag 0 events: no consumer"},
+		{"catching up", func() {
+			src.lag = httpops.Lag{Pending: 5, CatchUp: &httpops.CatchUp{Done: 400_000, Total: 1_000_000, Rate: 95_000, Left: 6300 * time.Millisecond}}
+		}, "FAIL projection lag 5 events: catching up: 400000 of 1000000 events applied (40%), 95000 events/s, about 6s left"},
 		{"an account's purchases held", func() {
 			refusals = []httpops.Refusal{{Account: "team-b", Key: "limits.team-b", Err: errors.New("bad"), Held: true}}
 		}, "FAIL account team-b limits: key limits.team-b of bucket serp_accounts is refused (bad): none were applied before"},

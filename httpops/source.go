@@ -42,6 +42,18 @@ type Lag struct {
 	Last    uint64
 	Pending uint64
 	Behind  time.Duration
+	// CatchUp is set while this engine's projection runner catches up
+	// with a log it trails by more than a batch.
+	CatchUp *CatchUp
+}
+
+// CatchUp is how far a projection runner catching up has got: the events
+// applied since it began (Done of Total), at Rate events a second, with
+// about Left to go.
+type CatchUp struct {
+	Done, Total uint64
+	Rate        float64
+	Left        time.Duration
 }
 
 // Account is one API account as every engine shares it

@@ -45,11 +45,14 @@ var (
 	descLagSeconds      = desc("serpent_projection_lag_seconds", "How long the oldest event not applied to the projections yet has waited, by the NATS server's clock (0 when caught up).")
 	descLastSeq         = desc("serpent_event_log_last_seq", "Last stream sequence of SERP_EVENTS.")
 	descLagUp           = desc("serpent_projection_lag_up", "1 if the projections' lag could be read at this scrape, else 0.")
+	descCatchingUp      = desc("serpent_projection_catching_up", "1 while this process's projection runner catches up with a log it trails by more than a batch, else 0.")
+	descCatchUpRate     = desc("serpent_projection_catchup_events_per_second", "Events a second the projection runner catching up has applied since it began (0 when not catching up).")
+	descCatchUpLeft     = desc("serpent_projection_catchup_remaining_seconds", "About how long the projection runner catching up takes to apply the events left, at its rate so far (0 when not catching up).")
 )
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descEvents, descSends, descRotations, descReconciliations, descPurchases,
-		descPages, descDoubles, descChecks, descAPIDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp} {
+		descPages, descDoubles, descChecks, descAPIDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp, descCatchingUp, descCatchUpRate, descCatchUpLeft} {
 		ch <- d
 	}
 }
@@ -74,6 +77,13 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 			ch <- prometheus.MustNewConstMetric(descLagEvents, prometheus.GaugeValue, float64(lag.Pending))
 			ch <- prometheus.MustNewConstMetric(descLagSeconds, prometheus.GaugeValue, lag.Behind.Seconds())
+			catching := 0.0
+			if lag.CatchingUp {
+				catching = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descCatchingUp, prometheus.GaugeValue, catching)
+			ch <- prometheus.MustNewConstMetric(descCatchUpRate, prometheus.GaugeValue, lag.CatchUpRate)
+			ch <- prometheus.MustNewConstMetric(descCatchUpLeft, prometheus.GaugeValue, lag.CatchUpLeft.Seconds())
 		}
 		ch <- prometheus.MustNewConstMetric(descLagUp, prometheus.GaugeValue, up)
 	}

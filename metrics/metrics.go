@@ -39,6 +39,12 @@ type Options struct {
 type Lag struct {
 	Pending uint64
 	Behind  time.Duration
+	// CatchingUp is set while this process's projection runner catches
+	// up with a log it trails by more than a batch, at CatchUpRate events
+	// a second, with about CatchUpLeft to go.
+	CatchingUp  bool
+	CatchUpRate float64
+	CatchUpLeft time.Duration
 }
 
 // Metrics is the registry of one serpent process and the hooks that feed

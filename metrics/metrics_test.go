@@ -105,7 +105,21 @@ func TestScrapeShowsTheLag(t *testing.T) {
 	last := func(context.Context) (uint64, error) { return 40, nil }
 	body := scrape(t, metrics.New(metrics.Options{Lag: lag, LastSeq: last}))
 	for _, want := range []string{"serpent_projection_lag_up 1\n", "serpent_projection_lag_events 12\n",
-		"serpent_projection_lag_seconds 1.5\n", "serpent_event_log_last_seq 40\n"} {
+		"serpent_projection_lag_seconds 1.5\n", "serpent_event_log_last_seq 40\n", "serpent_projection_catching_up 0\n",
+		"serpent_projection_catchup_events_per_second 0\n", "serpent_projection_catchup_remaining_seconds 0\n"} {
+		require.Contains(t, body, want)
+	}
+}
+
+// TestScrapeShowsACatchUp: while this process's projection runner
+// catches up, its rate and the time it has left.
+func TestScrapeShowsACatchUp(t *testing.T) {
+	lag := func(context.Context) (metrics.Lag, error) {
+		return metrics.Lag{Pending: 600_000, Behind: time.Hour, CatchingUp: true, CatchUpRate: 95_000, CatchUpLeft: 6300 * time.Millisecond}, nil
+	}
+	body := scrape(t, metrics.New(metrics.Options{Lag: lag}))
+	for _, want := range []string{"serpent_projection_lag_events 600000\n", "serpent_projection_catching_up 1\n",
+		"serpent_projection_catchup_events_per_second 95000\n", "serpent_projection_catchup_remaining_seconds 6.3\n"} {
 		require.Contains(t, body, want)
 	}
 }

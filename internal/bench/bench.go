@@ -199,7 +199,9 @@ production (fsync on every write, one replica), the phases given with
   faults    the same under a fault mix (commands as in happy)
   replay    the whole event log as the earlier phases left it (first seeded
             with finished jobs until it holds --replay-events events; an
-            empty log is not measured), in events per second: the audit
+            empty log is not measured), in events per second: the engine's
+            projections catching up with the seeded events when it starts
+            again on the log (serpent run on an existing log), the audit
             (serpent audit's replay, with its GOGC; it must find no
             violation) and a projection rebuild (serpent projections
             rebuild, beside the running engine)

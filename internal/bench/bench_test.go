@@ -92,6 +92,7 @@ func TestBenchEveryPhase(t *testing.T) {
 	p := rep.Replay
 	require.NotNil(t, p)
 	require.Nil(t, p.Seeded, "--replay-events was not given")
+	require.Nil(t, p.CatchUp, "nothing seeded, nothing to catch up with")
 	require.Positive(t, p.Events)
 	require.True(t, p.Audit.OK, "audit violations: %+v", p.Audit.First)
 	require.Zero(t, p.Audit.Violations)

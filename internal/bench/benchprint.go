@@ -68,6 +68,10 @@ func printBench(w io.Writer, r Report) error {
 		if s := p.Seeded; s != nil {
 			fmt.Fprintf(tw, "replay, seeding (setup)\t%.0f events/s\t%s\n", s.EventsPerSec, seedDetail(*s))
 		}
+		if c := p.CatchUp; c != nil {
+			fmt.Fprintf(tw, "replay, projection catch-up\t%.0f events/s\t%d seeded events (%d messages) applied by the engine's projections in %.1f s from its start on the log (fsync always, the fold of its metrics alongside)\n",
+				c.EventsPerSec, c.Events, c.Messages, c.Seconds)
+		}
 		verdict := "audit OK: no violations"
 		if !p.Audit.OK {
 			verdict = fmt.Sprintf("AUDIT FAILED: %d violations %v", p.Audit.Violations, p.Audit.Rules)

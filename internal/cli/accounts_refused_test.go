@@ -138,7 +138,7 @@ func TestRefusedLimitsShowUp(t *testing.T) {
 	lim, err := engine.NewLimiter(ctx, accountsKV(t, srv.JS), "w", time.Minute, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(lim.Close)
-	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, nil)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, metrics: mx, tally: tally, limiter: lim}
 
 	lines, ready := ops.readiness(ctx)

@@ -119,7 +119,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	cleanup = append(cleanup, n.close)
 	clock := n.clock
 	var events engine.Store = n.store
-	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now)
+	mx, tally := newEngineMetrics(js, f.workerName(), clock.Now, n.proj)
 	if f.groupCommit {
 		c := group.New(n.store, group.Options{OnCommit: mx.Committed})
 		cleanup = append(cleanup, c.Close)
@@ -146,7 +146,7 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	cleanup = append(cleanup, stopFold)
 	if ep != nil {
 		ops := &opsServer{nc: nc, js: js, worker: eng.Name(), sandbox: f.sandboxAt, projections: *withProjections, ops: f.ops, metrics: mx, tally: tally, log: log, now: clock.Now,
-			limiter: n.lim}
+			limiter: n.lim, runner: n.proj}
 		ep.Handle(ops.server().Handler())
 	}
 	intake, work, firing, scheduleCmds, strays, proj := n.intake, n.work, n.firing, n.scheduleCmds, n.strays, n.proj

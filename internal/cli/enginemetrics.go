@@ -15,12 +15,17 @@ import (
 // newEngineMetrics returns the registry of "serpent run" (worker is its
 // name) and the tally of the log it shows; the tally is fed by keepFold.
 // now is the engine's clock: the accounts' slots, pauses and spending
-// days are stamped by the server's, and read by it too.
-func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time) (*metrics.Metrics, *projections.Tally) {
+// days are stamped by the server's, and read by it too. runner is the
+// engine's projection runner, nil for none: its catch-up is in the lag.
+func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Time, runner *projector.Runner) (*metrics.Metrics, *projections.Tally) {
 	tally := projections.NewTally().ForgetFinished()
 	lag := func(ctx context.Context) (metrics.Lag, error) {
 		lag, err := projector.ReadLag(ctx, js, "", now())
-		return metrics.Lag{Pending: lag.Pending, Behind: lag.Behind}, err
+		m := metrics.Lag{Pending: lag.Pending, Behind: lag.Behind}
+		if c, ok := catchUp(runner); ok {
+			m.CatchingUp, m.CatchUpRate, m.CatchUpLeft = true, c.Rate, c.Left()
+		}
+		return m, err
 	}
 	last := func(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, js) }
 	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js, now()) }
@@ -46,4 +51,13 @@ func accountFigures(ctx context.Context, js jetstream.JetStream, now time.Time) 
 			MaxInFlight: a.Limits.MaxInFlight, Waiting: a.WaitingWhy, Paused: a.PausedUntil != nil, LimitsRefused: a.Refused != nil})
 	}
 	return out, nil
+}
+
+// catchUp is the catch-up of this process's projection runner, while it
+// has one (nil for none) and it catches up.
+func catchUp(r *projector.Runner) (projector.CatchUp, bool) {
+	if r == nil {
+		return projector.CatchUp{}, false
+	}
+	return r.CatchingUp()
 }

@@ -35,6 +35,9 @@ type opsServer struct {
 	now func() time.Time
 	// limiter is the engine's, whose refused limits readiness reports.
 	limiter *engine.Limiter
+	// runner is the engine's projection runner (nil for none), whose
+	// catch-up readiness reports.
+	runner *projector.Runner
 }
 
 // server is the HTTP server of o.
@@ -46,7 +49,7 @@ func (o *opsServer) server() *httpops.Server {
 		buckets = append(buckets, projections.Buckets()...)
 		buckets = append(buckets, projector.ControlBucket)
 	}
-	return httpops.New(httpops.Config{Source: opsSource{nc: o.nc, js: o.js}, Tally: o.tally, Metrics: o.metrics.Handler(),
+	return httpops.New(httpops.Config{Source: opsSource{nc: o.nc, js: o.js, runner: o.runner}, Tally: o.tally, Metrics: o.metrics.Handler(),
 		Worker: o.worker, Version: version, Sandbox: o.sandbox,
 		Streams: []string{snats.EventStream, snats.CommandStream, snats.RejectStream, snats.WorkStream}, Buckets: buckets,
 		Projections: o.projections, ReadyMaxLag: o.ops.readyMaxLag, ReadyMaxBehind: o.ops.readyMaxBehind,

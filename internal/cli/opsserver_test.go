@@ -24,6 +24,7 @@ import (
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/natstest"
 	"github.com/serpent-engine/serpent/nats/projector"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
 // opsURL is the base URL of the engine's HTTP server, from what it printed.
@@ -164,7 +165,7 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	_, err = projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
-	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, nil)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true, ops: opsFlags{readyMaxLag: 0, readyMaxBehind: time.Hour}, metrics: mx, tally: tally}
 	lines, ok := ops.readiness(ctx)
 	require.True(t, ok, "nothing to apply yet: %v", lines)
@@ -188,7 +189,7 @@ func readyzWithOneApplied(t *testing.T, srv *natstest.Server, maxBehind time.Dur
 	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
 	_, err = projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
-	mx, tally := newEngineMetrics(srv.JS, "w", time.Now)
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, nil)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true,
 		ops: opsFlags{readyMaxLag: 5000, readyMaxBehind: maxBehind}, metrics: mx, tally: tally}
 	_, err = srv.JS.Publish(ctx, readyzSubject, []byte(`{}`))
@@ -303,7 +304,7 @@ func TestEventLogLastSeqWithoutProjections(t *testing.T) {
 		_, err := srv.JS.Publish(ctx, snats.EventSubjectPrefix+"0123456789abcdef0123456789abcdef", []byte(`{}`))
 		require.NoError(t, err)
 	}
-	mx, _ := newEngineMetrics(srv.JS, "w", time.Now)
+	mx, _ := newEngineMetrics(srv.JS, "w", time.Now, nil)
 	rec := httptest.NewRecorder()
 	mx.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -335,7 +336,7 @@ func TestAccountFiguresByTheEnginesClock(t *testing.T) {
 		"the lease is over": {func() time.Time { return server.Add(time.Hour) }, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			mx, tally := newEngineMetrics(srv.JS, "w", tc.now)
+			mx, tally := newEngineMetrics(srv.JS, "w", tc.now, nil)
 			ops := &opsServer{nc: srv.Conn, js: srv.JS, metrics: mx, tally: tally, now: tc.now}
 			rec := httptest.NewRecorder()
 			ops.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -545,5 +546,62 @@ func TestDoubleChargesShownLive(t *testing.T) {
 			err = fmt.Errorf("serpent status shows no double charge yet:\n%s", out)
 		}
 		return err
+	})
+}
+
+// TestReadyzWhileCatchingUp: while the engine's projection runner
+// catches up with a log it trails by more than a batch, /readyz fails and
+// says how far it has got; once it has caught up, it passes.
+func TestReadyzWhileCatchingUp(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
+	require.NoError(t, err)
+	ids := projectionstest.IDsFrom(0)
+	const jobs = 40 // a message each: four batches of ten
+	for i := range jobs {
+		j := projectionstest.NewJob(t, ids, fmt.Sprintf("catch-up %d", i), projectionstest.T0)
+		j.Send()
+		_, err := st.Append(ctx, j.Log[0].JobID, 0, j.Log...)
+		require.NoError(t, err)
+	}
+
+	written, release := make(chan struct{}), make(chan struct{})
+	calls := 0
+	hook := func(uint64) error {
+		if calls++; calls == 2 { // the first full batch is tracked by now
+			close(written)
+			<-release
+		}
+		return nil
+	}
+	r, err := projector.New(ctx, srv.JS, projector.Config{Batch: 10, WriteClaims: true, LeaseTTL: time.Second, Hooks: projector.Hooks{AfterWrite: hook}})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, r)
+	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true, ops: opsFlags{readyMaxLag: 5000, readyMaxBehind: time.Hour},
+		metrics: mx, tally: tally, runner: r}
+	select {
+	case <-written:
+	case <-time.After(time.Minute):
+		t.Fatal("the runner wrote no second batch")
+	}
+	lines, ok := ops.readiness(ctx)
+	close(release)
+	require.False(t, ok, "catching up: %v", lines)
+	require.Contains(t, strings.Join(lines, "\n"), "FAIL projection lag 30 events: catching up: 10 of 40 events applied (25%), ")
+
+	natstest.WaitFor(t, time.Minute, func() error {
+		if lines, ok := ops.readiness(ctx); !ok {
+			return fmt.Errorf("not ready: %v", lines)
+		}
+		return nil
 	})
 }

@@ -20,6 +20,8 @@ import (
 type opsSource struct {
 	nc *natsgo.Conn
 	js jetstream.JetStream
+	// runner is the engine's projection runner, nil for none.
+	runner *projector.Runner
 }
 
 func (s opsSource) Connection() (bool, string) { return s.nc.IsConnected(), s.nc.Status().String() }
@@ -36,7 +38,11 @@ func (s opsSource) Bucket(ctx context.Context, name string) error {
 
 func (s opsSource) Lag(ctx context.Context, now time.Time) (httpops.Lag, error) {
 	lag, err := projector.ReadLag(ctx, s.js, "", now)
-	return httpops.Lag{Last: lag.Last, Pending: lag.Pending, Behind: lag.Behind}, err
+	out := httpops.Lag{Last: lag.Last, Pending: lag.Pending, Behind: lag.Behind}
+	if c, ok := catchUp(s.runner); ok {
+		out.CatchUp = &httpops.CatchUp{Done: c.Done, Total: c.Total(), Rate: c.Rate, Left: c.Left()}
+	}
+	return out, err
 }
 
 func (s opsSource) LastSeq(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, s.js) }

@@ -22,15 +22,16 @@ import (
 
 // Limits of one apply.
 const (
-	// writeWindow bounds the writes in flight at once: an atomic batch
-	// holds at most 1,000 messages (the server's default), and the client
-	// stalls async publishes past 4,000.
+	// writeWindow bounds the writes of one window: an atomic batch holds
+	// at most 1,000 messages (the server's default).
 	writeWindow = 1000
 	// maxRounds bounds how often a batch retries values that changed under
 	// it before the batch fails.
 	maxRounds = 8
 	// readers is how many values are read at once.
 	readers = 16
+	// lanes is how many windows of one bucket are written at once.
+	lanes = 2
 	// writeTimeout bounds the wait for one window's acknowledgements.
 	writeTimeout = 30 * time.Second
 )
@@ -217,8 +218,9 @@ func reachesBatch(t projections.Target, job string, hist, batch []projections.Re
 	return nil
 }
 
-// writeAll writes the buckets at once, each in windows; it returns the
-// values whose compare-and-set failed.
+// writeAll writes the buckets at once, each in windows, lanes windows of
+// a bucket at a time: one is folded and encoded while the server stores
+// another. It returns the values whose compare-and-set failed.
 func (a *applier) writeAll(ctx context.Context, todo []projections.Target, current map[projections.Target]entry,
 	byTarget map[projections.Target][]projections.Record, ok func() bool) ([]projections.Target, error) {
 	perBucket := map[string][]projections.Target{}
@@ -232,28 +234,36 @@ func (a *applier) writeAll(ctx context.Context, todo []projections.Target, curre
 		errs       []error
 	)
 	for _, targets := range perBucket {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for start := 0; start < len(targets); start += writeWindow {
-				if ok != nil && !ok() {
+		next, failed := 0, false // the bucket's next window, and whether one failed
+		for range lanes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
 					mu.Lock()
-					errs = append(errs, snats.ErrLeaseLost)
+					start := next
+					next += writeWindow
+					stop := failed || start >= len(targets)
 					mu.Unlock()
-					return
+					if stop {
+						return
+					}
+					if ok != nil && !ok() {
+						mu.Lock()
+						errs, failed = append(errs, snats.ErrLeaseLost), true
+						mu.Unlock()
+						return
+					}
+					c, err := a.write(ctx, targets[start:min(start+writeWindow, len(targets))], current, byTarget)
+					mu.Lock()
+					conflicted = append(conflicted, c...)
+					if err != nil {
+						errs, failed = append(errs, err), true
+					}
+					mu.Unlock()
 				}
-				c, err := a.write(ctx, targets[start:min(start+writeWindow, len(targets))], current, byTarget)
-				mu.Lock()
-				conflicted = append(conflicted, c...)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 	if slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, snats.ErrLeaseLost) }) {
@@ -331,19 +341,24 @@ func expiresOf(t projections.Target, recs []projections.Record) time.Time {
 	return recs[len(recs)-1].Expires
 }
 
-// message is the write of a value: with a TTL (eventstore.HeaderTTL) that
-// makes the server drop it when its job leaves the live log.
-func (a *applier) message(v pendingValue) *natsgo.Msg {
-	m := natsgo.NewMsg(a.subject(v.t))
-	m.Data = v.value
-	if !v.expires.IsZero() {
-		m.Header.Set(eventstore.HeaderTTL, strconv.FormatInt(int64(eventstore.TTL(v.expires, time.Now())/time.Second), 10)+"s")
+// valueMsg is the message that writes value under key in bucket (the
+// bucket's own name, staging or live), with a compare-and-set on the
+// key's revision rev: every write of a projection value is one. A value
+// of a job carries a TTL (eventstore.HeaderTTL) that makes the server
+// drop it when its job leaves the live log; a zero expires keeps it.
+func valueMsg(bucket, key string, value []byte, rev uint64, expires time.Time) *natsgo.Msg {
+	m := natsgo.NewMsg("$KV." + bucket + "." + key)
+	m.Data = value
+	m.Header.Set(natsgo.ExpectedLastSubjSeqHdr, strconv.FormatUint(rev, 10))
+	if !expires.IsZero() {
+		m.Header.Set(eventstore.HeaderTTL, strconv.FormatInt(int64(eventstore.TTL(expires, time.Now())/time.Second), 10)+"s")
 	}
 	return m
 }
 
-func (a *applier) subject(t projections.Target) string {
-	return "$KV." + a.b.name[t.Bucket] + "." + t.Key
+// valueMsg is the message that writes v.
+func (a *applier) valueMsg(v pendingValue) *natsgo.Msg {
+	return valueMsg(a.b.name[v.t.Bucket], v.t.Key, v.value, v.rev, v.expires)
 }
 
 // writeBatch writes values as one atomic batch and reports whether it
@@ -351,9 +366,7 @@ func (a *applier) subject(t projections.Target) string {
 func (a *applier) writeBatch(ctx context.Context, vs []pendingValue) bool {
 	msgs := make([]*natsgo.Msg, len(vs))
 	for i, v := range vs {
-		m := a.message(v)
-		m.Header.Set(natsgo.ExpectedLastSubjSeqHdr, strconv.FormatUint(v.rev, 10))
-		msgs[i] = m
+		msgs[i] = a.valueMsg(v)
 	}
 	ack, err := jetstreamext.PublishMsgBatch(ctx, a.js, msgs)
 	if err != nil || ack.BatchSize != uint64(len(vs)) {
@@ -369,35 +382,43 @@ func (a *applier) writeBatch(ctx context.Context, vs []pendingValue) bool {
 	return true
 }
 
-// writeEach writes values one by one (pipelined) and returns those whose
-// compare-and-set failed.
+// eachChunk bounds the values writeEach has in flight: with every lane
+// of every bucket at it, the client stays below its 4,000 async
+// publishes.
+const eachChunk = 500
+
+// writeEach writes values one by one (pipelined, eachChunk at a time)
+// and returns those whose compare-and-set failed.
 func (a *applier) writeEach(ctx context.Context, vs []pendingValue) ([]projections.Target, error) {
-	futs := make([]jetstream.PubAckFuture, len(vs))
-	for i, v := range vs {
-		fut, err := a.js.PublishMsgAsync(a.message(v),
-			jetstream.WithExpectLastSequencePerSubject(v.rev))
-		if err != nil {
-			return nil, fmt.Errorf("projector: write %s: %w", v.t, err)
-		}
-		futs[i] = fut
-	}
 	var conflicted []projections.Target
 	var errs []error
-	for i, v := range vs {
-		select {
-		case ack := <-futs[i].Ok():
-			a.mu.Lock()
-			a.cache.put(v.t, entry{rev: ack.Sequence, value: v.value})
-			a.writes++
-			a.mu.Unlock()
-		case err := <-futs[i].Err():
-			if snats.IsCASConflict(err) {
-				conflicted = append(conflicted, v.t)
-			} else {
-				errs = append(errs, fmt.Errorf("projector: write %s: %w", v.t, err))
+	for len(vs) > 0 {
+		chunk := vs[:min(len(vs), eachChunk)]
+		vs = vs[len(chunk):]
+		futs := make([]jetstream.PubAckFuture, len(chunk))
+		for i, v := range chunk {
+			fut, err := a.js.PublishMsgAsync(a.valueMsg(v))
+			if err != nil {
+				return nil, fmt.Errorf("projector: write %s: %w", v.t, err)
 			}
-		case <-ctx.Done():
-			return nil, fmt.Errorf("projector: writing %d values: %w", len(vs), ctx.Err())
+			futs[i] = fut
+		}
+		for i, v := range chunk {
+			select {
+			case ack := <-futs[i].Ok():
+				a.mu.Lock()
+				a.cache.put(v.t, entry{rev: ack.Sequence, value: v.value})
+				a.writes++
+				a.mu.Unlock()
+			case err := <-futs[i].Err():
+				if snats.IsCASConflict(err) {
+					conflicted = append(conflicted, v.t)
+				} else {
+					errs = append(errs, fmt.Errorf("projector: write %s: %w", v.t, err))
+				}
+			case <-ctx.Done():
+				return nil, fmt.Errorf("projector: writing %d values: %w", len(chunk), ctx.Err())
+			}
 		}
 	}
 	return conflicted, errors.Join(errs...)

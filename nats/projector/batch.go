@@ -24,11 +24,16 @@ func (r *Runner) batch(ctx context.Context) (bool, error) {
 		// What is held is written soon, with or without more.
 		wait = cmp.Or(r.cfg.Linger, holdWait)
 	}
+	start := time.Now()
 	msgs, err := r.fetch(wait)
 	if err != nil {
 		return false, fmt.Errorf("projector: fetch: %w", err)
 	}
+	from := r.next
 	err = r.applyBatch(ctx, msgs)
+	if err == nil && len(msgs) > 0 && r.next > from {
+		r.track(start, from, r.next-1, r.Stats().Pending, len(msgs) >= r.cfg.Batch)
+	}
 	if err != nil && !errors.Is(err, ErrCrash) {
 		for _, m := range msgs {
 			_ = m.Nak() // deliver again now rather than after the ack wait
@@ -45,6 +50,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		seqs    = make([]uint64, 0, len(msgs)) // each delivery's stream sequence
 		last    jetstream.Msg                  // the delivery with the highest sequence: acking it acks all
 		lastSeq uint64
+		pending uint64 // the log's events after last, as the server counted them
 		at      time.Time
 		next    = r.next
 		gaps    int
@@ -58,7 +64,7 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		seq := meta.Sequence.Stream
 		seqs = append(seqs, seq)
 		if seq > lastSeq {
-			last, lastSeq = m, seq
+			last, lastSeq, pending = m, seq, meta.NumPending
 		}
 		if seq < next {
 			continue // applied before: acknowledged with this batch
@@ -133,6 +139,9 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		s.Writes, s.Conflicts = r.app.writes, r.app.conflicts
 		if len(recs) > 0 {
 			s.LastSeq, s.LastAt = recs[len(recs)-1].Seq, at
+		}
+		if len(msgs) > 0 {
+			s.Pending = pending
 		}
 		s.LastError = ""
 	})

@@ -177,42 +177,54 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkRunner measures projection throughput: a runner catching up
-// with a log of 20,000 events, on a server that fsyncs every write (as
-// serpent run's embedded one).
+// from nothing with a log of 20,000 or 200,000 events, on a server that
+// fsyncs every write (as serpent run's embedded one). The log is filled
+// on a server that fsyncs less often, then restarted, as filling is setup.
 func BenchmarkRunner(b *testing.B) {
-	const n = 20_000
-	var applied uint64
-	for range b.N {
-		b.StopTimer()
-		srv := benchLog(b, n, 0)
-		ctx := context.Background()
-		st, err := srv.JS.Stream(ctx, snats.EventStream)
-		if err != nil {
-			b.Fatal(err)
-		}
-		last := st.CachedInfo().State.LastSeq
-		r, err := projector.New(ctx, srv.JS, projector.Config{Name: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		b.StartTimer()
-		go func() { defer close(done); _ = r.Run(runCtx) }()
-		deadline := time.Now().Add(5 * time.Minute)
-		tick := time.NewTicker(2 * time.Millisecond)
-		for r.Stats().LastSeq < last && time.Now().Before(deadline) {
-			<-tick.C // polling the runner's own counter, bounded
-		}
-		tick.Stop()
-		b.StopTimer()
-		cancel()
-		<-done
-		if r.Stats().LastSeq < last {
-			b.Fatalf("the runner applied up to %d of %d", r.Stats().LastSeq, last)
-		}
-		applied += last
-		srv.Shutdown()
+	for _, n := range []int{20_000, 200_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			var applied uint64
+			var cpu time.Duration
+			writes := 0
+			for range b.N {
+				b.StopTimer()
+				srv := benchLog(b, n, time.Minute)
+				srv.Restart(b, func(c *snats.EmbeddedConfig) { c.SyncInterval = 0 })
+				ctx := context.Background()
+				st, err := srv.JS.Stream(ctx, snats.EventStream)
+				if err != nil {
+					b.Fatal(err)
+				}
+				last := st.CachedInfo().State.LastSeq
+				r, err := projector.New(ctx, srv.JS, projector.Config{Name: "bench"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runCtx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				cpu0 := cpuTime()
+				b.StartTimer()
+				go func() { defer close(done); _ = r.Run(runCtx) }()
+				deadline := time.Now().Add(10 * time.Minute)
+				tick := time.NewTicker(2 * time.Millisecond)
+				for r.Stats().LastSeq < last && time.Now().Before(deadline) {
+					<-tick.C // polling the runner's own counter, bounded
+				}
+				tick.Stop()
+				b.StopTimer()
+				cpu += cpuTime() - cpu0
+				cancel()
+				<-done
+				if r.Stats().LastSeq < last {
+					b.Fatalf("the runner applied up to %d of %d", r.Stats().LastSeq, last)
+				}
+				applied += last
+				writes += r.Stats().Writes
+				srv.Shutdown()
+			}
+			b.ReportMetric(float64(applied)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(applied), "cpu-µs/event")
+			b.ReportMetric(float64(writes)/float64(applied), "writes/event")
+		})
 	}
-	b.ReportMetric(float64(applied)/b.Elapsed().Seconds(), "events/s")
 }

@@ -23,8 +23,8 @@ type RebuildOptions struct {
 	// Projection must be what the runners use (the price in the spend
 	// estimate), or the switch changes every day value.
 	Projection projections.Config
-	// Batch is how many events are folded and written at once; default
-	// 2000.
+	// Batch is how many messages of the log are folded and written at
+	// once; default RebuildBatch.
 	Batch int
 	// LeaseTTL must be the runners' (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
@@ -42,13 +42,20 @@ func (o RebuildOptions) withDefaults() RebuildOptions {
 	rc := Config{Stream: o.Stream, Filter: o.Filter, LeaseTTL: o.LeaseTTL, Name: o.Name, Logger: o.Logger}.withDefaults()
 	o.Stream, o.Filter, o.LeaseTTL, o.Name, o.Logger = rc.Stream, rc.Filter, rc.LeaseTTL, rc.Name, rc.Logger
 	if o.Batch <= 0 {
-		o.Batch = 2000
+		o.Batch = RebuildBatch
 	}
 	if o.Progress == nil {
 		o.Progress = func(string, uint64, uint64) {}
 	}
 	return o
 }
+
+// RebuildBatch is how many messages of the log a rebuild folds at once
+// unless told otherwise. A rebuild runs in a process of its own (serpent
+// projections rebuild) rather than in every engine, so it holds more than
+// a runner: the more events a batch holds, the fewer values it writes
+// more than once.
+const RebuildBatch = 16000
 
 // RebuildReport says what a rebuild did.
 type RebuildReport struct {

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	snats "github.com/serpent-engine/serpent/nats"
@@ -62,8 +62,7 @@ func switchOver(ctx context.Context, staging, live *buckets, ok func() bool,
 			if !ok() {
 				return snats.ErrLeaseLost
 			}
-			msg := &natsgo.Msg{Subject: "$KV." + live.name[b] + "." + e.Key(), Data: e.Value()}
-			fut, err := live.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(cur.rev))
+			fut, err := live.js.PublishMsgAsync(valueMsg(live.name[b], e.Key(), e.Value(), cur.rev, time.Time{}))
 			if err != nil {
 				return fmt.Errorf("projector: switch %s/%s: %w", b, e.Key(), err)
 			}
