@@ -152,7 +152,7 @@ func parseBenchFlags(args []string, env func(string) string, stderr io.Writer) (
 	fs.IntVar(&f.scaleSmall, "scale-small", 10_000, "scale phase: finished jobs in the smaller log its figures are compared with")
 	fs.IntVar(&f.scaleLoads, "scale-loads", 2000, "scale phase: random job loads timed at each size")
 	fs.IntVar(&f.scaleFresh, "scale-engine-jobs", 300, "scale phase: fresh jobs run through the engine process")
-	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch, about 17,000 events/s here), and on a log of --scale-small jobs to compare with")
+	fs.BoolVar(&f.scaleEngine, "scale-engine", true, "scale phase: run the engine as a child process on the log (its projections catch up from scratch), and on a log of --scale-small jobs to compare with")
 	fs.BoolVar(&f.scaleProj, "scale-projections", true, "scale phase: the engine process keeps its projections (false: it runs with --projections=false, which spares the catch-up of a long log: 23 million events at 5,000,000 jobs)")
 	fs.IntVar(&f.inflightJobs, "inflight-jobs", 1_000_000, "inflight phase: jobs in flight in its fresh log")
 	fs.DurationVar(&f.retHorizon, "retention-horizon", 30*time.Second, "retention phase: the engine's --retention (at least 5s: its jobs' age budget and clock skew margin are a second)")
