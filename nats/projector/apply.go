@@ -483,7 +483,7 @@ func readValue(ctx context.Context, stream jetstream.Stream, bucket, key string)
 	case err != nil:
 		return entry{}, err
 	}
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+	if deleteMarker(m.Header) {
 		return entry{rev: m.Sequence}, nil
 	}
 	return entry{rev: m.Sequence, value: m.Data}, nil

@@ -201,7 +201,7 @@ func partsAtLeader(ctx context.Context, js jetstream.JetStream, p checkpointPart
 		if err != nil {
 			return err
 		}
-		if op := h.Get("KV-Operation"); !ok || op == "DEL" || op == "PURGE" {
+		if !ok || deleteMarker(h) {
 			return fmt.Errorf("%w: %s", errPartMissing, key)
 		}
 	}
