@@ -74,7 +74,7 @@ func (a *applier) apply(ctx context.Context, recs []projections.Record, ok func(
 // as they are: the runner folds those jobs' records into them with a
 // later batch. Values other jobs share (the day ledgers) take every
 // record now.
-func (a *applier) applyHolding(ctx context.Context, recs []projections.Record, held map[string]bool, ok func() bool) error {
+func (a *applier) applyHolding(ctx context.Context, recs []projections.Record, held map[string]time.Time, ok func() bool) error {
 	targets, byTarget := projections.Group(recs)
 	if len(held) > 0 {
 		targets = withoutHeld(targets, byTarget, held)
@@ -109,10 +109,13 @@ func (a *applier) applyHolding(ctx context.Context, recs []projections.Record, h
 }
 
 // withoutHeld drops from targets the values that only held jobs change.
-func withoutHeld(targets []projections.Target, byTarget map[projections.Target][]projections.Record, held map[string]bool) []projections.Target {
+func withoutHeld(targets []projections.Target, byTarget map[projections.Target][]projections.Record, held map[string]time.Time) []projections.Target {
 	out := targets[:0:0]
 	for _, t := range targets {
-		if !t.Shared() && !slices.ContainsFunc(byTarget[t], func(r projections.Record) bool { return !held[r.Event.JobID] }) {
+		if !t.Shared() && !slices.ContainsFunc(byTarget[t], func(r projections.Record) bool {
+			_, h := held[r.Event.JobID]
+			return !h
+		}) {
 			delete(byTarget, t)
 			continue
 		}

@@ -1,11 +1,9 @@
 package projector
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -21,8 +19,8 @@ import (
 func (r *Runner) batch(ctx context.Context) (bool, error) {
 	wait := min(r.cfg.LeaseTTL/4, 2*time.Second)
 	if len(r.held.recs) > 0 {
-		// What is held is written soon, with or without more.
-		wait = cmp.Or(r.cfg.Linger, holdWait)
+		// What is held is written when its time is up, with or without more.
+		wait = min(wait, max(time.Until(r.held.due), time.Millisecond))
 	}
 	start := time.Now()
 	msgs, err := r.fetch(wait)
@@ -30,7 +28,7 @@ func (r *Runner) batch(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("projector: fetch: %w", err)
 	}
 	from := r.next
-	err = r.applyBatch(ctx, msgs)
+	err = r.apply(ctx, msgs, r.cfg.HoldFor)
 	if err == nil && len(msgs) > 0 && r.next > from {
 		r.track(start, from, r.next-1, r.Stats().Pending, len(msgs) >= r.cfg.Batch)
 	}
@@ -43,8 +41,10 @@ func (r *Runner) batch(ctx context.Context) (bool, error) {
 	return true, err
 }
 
-// applyBatch applies, then acknowledges, one fetched batch.
-func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
+// apply applies, then acknowledges, one fetched batch, with the records
+// held before it. It holds a claimed job's records for up to holdFor
+// since it first held them; 0 writes everything.
+func (r *Runner) apply(ctx context.Context, msgs []jetstream.Msg, holdFor time.Duration) error {
 	var (
 		recs    []projections.Record
 		seqs    = make([]uint64, 0, len(msgs)) // each delivery's stream sequence
@@ -102,8 +102,8 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 		last, lastSeq = prev.last, prev.lastSeq // nothing came: what was held is written now
 	}
-	hold := r.holdFrom(recs, prev.jobs, last, lastSeq)
 	all := append(slices.Clip(prev.recs), recs...) // held records come first in the log
+	hold := r.holdFrom(all, prev.jobs, last, lastSeq, holdFor)
 	if len(all) > 0 {
 		if !r.lease.Held() {
 			return snats.ErrLeaseLost
@@ -148,44 +148,55 @@ func (r *Runner) applyBatch(ctx context.Context, msgs []jetstream.Msg) error {
 	return nil
 }
 
-// holdWait is how long a runner that holds records and does not linger
-// waits for more events before it writes them without (one that lingers
-// waits its Linger).
-const holdWait = 20 * time.Millisecond
-
-// held are the records a runner kept back from its last batch for the
-// next: those of jobs the batch left claimed, whose last event in it is a
-// Sent (a request to the API under way). Such a job's outcome is often
-// appended before the next batch, and its own values (status,
-// observation, job ledger, key ledgers), folded then from both, are
-// written once instead of twice; values other jobs share (the day
-// ledgers) take the held records at once. A job is held for one batch at
-// most, and the held messages stay unacknowledged until they are written.
+// held are the records a runner keeps back from a batch for a later one:
+// those of claimed jobs, whose last event so far is a Sent (a request to
+// the API under way). Such a job's outcome comes a search later, and its
+// own values (status, observation, job ledger, key ledgers), folded then
+// from both, are written once instead of twice. Values other jobs share
+// (the day ledgers) take the held records at once. A job is held until
+// its outcome comes, or for HoldFor at most, and the held messages stay
+// unacknowledged until they are written.
 type held struct {
 	recs    []projections.Record // in log order
-	jobs    map[string]bool
-	last    jetstream.Msg // the batch's newest delivery: acknowledging it acknowledges them all
+	jobs    map[string]time.Time // each held job, and when it was first held
+	due     time.Time            // when the first of them is to be written
+	last    jetstream.Msg        // the newest delivery: acknowledging it acknowledges them all
 	lastSeq uint64
 }
 
-// holdFrom picks the records of a batch to hold: those of the jobs whose
-// last record in it is a Sent, unless they were held by the batch before.
-func (r *Runner) holdFrom(recs []projections.Record, before map[string]bool, last jetstream.Msg, lastSeq uint64) held {
-	if r.cfg.WriteClaims || len(recs) == 0 {
+// holdFrom picks the records to hold of all (those held before and the
+// batch's, in log order): those of the jobs whose last record is a Sent,
+// each for up to holdFor since it was first held (before has when, for
+// the jobs held so far). A holdFor of 0 holds nothing.
+func (r *Runner) holdFrom(all []projections.Record, before map[string]time.Time, last jetstream.Msg, lastSeq uint64, holdFor time.Duration) held {
+	if r.cfg.WriteClaims || holdFor <= 0 || len(all) == 0 {
 		return held{}
 	}
+	now := time.Now()
 	claimed := map[string]bool{}
-	for _, rec := range recs {
+	for _, rec := range all {
 		_, sent := rec.Event.Data.(events.Sent)
-		claimed[rec.Event.JobID] = sent && !before[rec.Event.JobID]
+		claimed[rec.Event.JobID] = sent
 	}
-	maps.DeleteFunc(claimed, func(_ string, c bool) bool { return !c })
-	if len(claimed) == 0 {
+	h := held{jobs: map[string]time.Time{}, last: last, lastSeq: lastSeq}
+	for job, c := range claimed {
+		since, ok := before[job]
+		if !ok {
+			since = now
+		}
+		if !c || now.Sub(since) >= holdFor {
+			continue
+		}
+		h.jobs[job] = since
+		if h.due.IsZero() || since.Add(holdFor).Before(h.due) {
+			h.due = since.Add(holdFor)
+		}
+	}
+	if len(h.jobs) == 0 {
 		return held{}
 	}
-	h := held{jobs: claimed, last: last, lastSeq: lastSeq}
-	for _, rec := range recs {
-		if claimed[rec.Event.JobID] {
+	for _, rec := range all {
+		if _, ok := h.jobs[rec.Event.JobID]; ok {
 			h.recs = append(h.recs, rec)
 		}
 	}

@@ -43,7 +43,7 @@ func TestGapReadShortIsNotAHole(t *testing.T) {
 	// A delivery of sequence 5 when 1-4 were not applied, and the stream
 	// as this reader sees it holds none of them: the read comes back short.
 	r.next = 1
-	err = r.applyBatch(ctx, []jetstream.Msg{delivery{seq: 5}})
+	err = r.apply(ctx, []jetstream.Msg{delivery{seq: 5}}, r.cfg.HoldFor)
 	require.ErrorContains(t, err, "filling the gap 1..4 read 0 of its 4 events")
 	require.EqualValues(t, 1, r.next, "nothing applied")
 }

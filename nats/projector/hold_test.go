@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/serpent-engine/serpent/aggregate"
@@ -91,17 +92,77 @@ func TestClaimedJobIsWrittenOnce(t *testing.T) {
 }
 
 // TestHeldClaimIsWrittenWithoutItsOutcome: a claimed job whose outcome
-// does not come is written once the runner has lingered for more, and
+// does not come is written once the runner has held it for HoldFor, and
 // the projections catch up with the log.
 func TestHeldClaimIsWrittenWithoutItsOutcome(t *testing.T) {
 	w := setup(t)
 	claim, _ := w.claimed("alone")
 	w.append([][]events.Event{claim})
-	w.runner("r1", projector.Config{})
+	w.runner("r1", projector.Config{HoldFor: 100 * time.Millisecond})
 	w.caughtUp()
 	got := w.contents("")
 	requireEqual(t, w.want(), got)
 	require.Contains(t, got[projections.StatusTarget(claim[0].JobID)], `"status":"sending"`)
+}
+
+// TestClaimIsHeldAcrossBatches: a claimed job stays held while other
+// jobs' batches are written, until its outcome comes; then its own values
+// are written once, for both.
+func TestClaimIsHeldAcrossBatches(t *testing.T) {
+	w := setup(t)
+	claim, outcome := w.claimed("waiting")
+	w.append([][]events.Event{claim})
+	waiting := projections.StatusTarget(claim[0].JobID)
+	status := func(jobID string) error { // read from the runner's goroutine, after it made the bucket
+		kv, err := w.srv.JS.KeyValue(context.Background(), projections.StatusBucket)
+		if err == nil {
+			_, err = kv.Get(context.Background(), jobID)
+		}
+		return err
+	}
+	var (
+		batches atomic.Int32
+		others  = make(chan error, 1)
+		done    = make(chan error, 1)
+	)
+	hook := func(uint64) error {
+		switch batches.Add(1) {
+		case 1:
+			others <- w.appendNow(w.bought("other")) // a finished job, in batches of its own
+		default:
+			if len(others) > 0 || len(done) > 0 {
+				return nil
+			}
+			other := w.recs[len(w.recs)-1]
+			if status(other.Event.JobID) != nil {
+				return nil // the other job's status is not written yet
+			}
+			if err := status(waiting.Key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+				done <- fmt.Errorf("the claimed job's status was written before its outcome came (%v)", err)
+				return nil
+			}
+			done <- w.appendNow(outcome)
+		}
+		return nil
+	}
+	w.runner("r1", projector.Config{HoldFor: time.Minute, AckWait: 3 * time.Minute, Hooks: projector.Hooks{AfterWrite: hook}})
+	select {
+	case err := <-others:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner wrote no batch")
+	}
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other job was never written")
+	}
+	w.caughtUp()
+	requireEqual(t, w.want(), w.contents(""))
+	e, err := w.kv(projections.StatusBucket).Get(context.Background(), waiting.Key)
+	require.NoError(t, err)
+	require.Contains(t, string(e.Value()), `"status":"succeeded"`)
 }
 
 // TestARunnerDiesHoldingAClaim: the acknowledgement floor stays below
@@ -156,8 +217,8 @@ func TestAStoppingRunnerWritesWhatItHolds(t *testing.T) {
 	w := setup(t)
 	claim, _ := w.claimed("stopped")
 	w.append([][]events.Event{claim})
-	// A long linger keeps the claim held until the runner stops.
-	r, stop := w.runner("r1", projector.Config{Linger: 2 * time.Second, LeaseTTL: 10 * time.Second})
+	// A long hold keeps the claim held until the runner stops.
+	r, stop := w.runner("r1", projector.Config{HoldFor: time.Minute, AckWait: 3 * time.Minute})
 	natstest.WaitFor(t, 10*time.Second, func() error {
 		if r.Stats().Held == 0 {
 			return fmt.Errorf("nothing held yet (%d batches)", r.Stats().Batches)

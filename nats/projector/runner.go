@@ -37,6 +37,11 @@ const DefaultBatch = 6000
 // CPU in serpent bench's steady phase (docs/performance.md has the figures).
 const DefaultLinger = 50 * time.Millisecond
 
+// DefaultHoldFor is how long a runner holds a claimed job's records
+// unless told otherwise: longer than most searches take, far shorter than
+// the ack wait and the readiness bounds.
+const DefaultHoldFor = 2 * time.Second
+
 // DefaultLeaseTTL is the runners' lease TTL unless told otherwise: a
 // standby takes over from a runner that died within one and a half of it
 // (Config.Takeover), under 5 s.
@@ -66,8 +71,6 @@ type Config struct {
 	// an event or two at a time; gathered for a moment, the events of
 	// several jobs share one write of their day's ledger and one batch per
 	// bucket. A runner that has events waiting takes them at once. A
-	// runner holding a claimed job's records (see WriteClaims) waits as long
-	// for more before it writes them without.
 	Linger time.Duration
 	// LeaseTTL is how long a silent runner keeps the lease before another
 	// takes over; default DefaultLeaseTTL. A runner renews it every third
@@ -79,11 +82,16 @@ type Config struct {
 	// default 50,000.
 	CacheSize int
 	// WriteClaims writes a job's values with the batch that claims it
-	// (its Sent). By default a runner holds a claimed job's records for
-	// one batch, as its outcome usually follows before the next: the
-	// job's own values are then written once for both, and the batch is
-	// acknowledged only up to the first held record.
+	// (its Sent). By default a runner holds a claimed job's records until
+	// its outcome comes, for HoldFor at most: the job's own values are
+	// then written once for both, and the log is acknowledged only up to
+	// the first held record.
 	WriteClaims bool
+	// HoldFor is how long a runner holds a claimed job's records waiting
+	// for its outcome; default DefaultHoldFor. A claimed job's own values
+	// (status, job and key ledgers) trail the log by this much at most.
+	// It is kept under half the AckWait.
+	HoldFor time.Duration
 	// AckWait is how long a batch delivered to a runner that died waits
 	// before it is delivered again; default 30 s. (A live runner fills
 	// such gaps from the stream at once when newer events arrive.)
@@ -147,6 +155,12 @@ func (c Config) withDefaults() Config {
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
 	}
+	if c.HoldFor <= 0 {
+		c.HoldFor = DefaultHoldFor
+	}
+	// Held messages wait unacknowledged: well within the ack wait, or
+	// the server delivers them again.
+	c.HoldFor = min(c.HoldFor, c.AckWait/2)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -177,7 +191,7 @@ type Runner struct {
 	log   *slog.Logger
 
 	next uint64 // the stream sequence to apply next, while holding the lease
-	held held   // records of claimed jobs kept back for the next batch
+	held held   // records of claimed jobs kept back for a later batch
 	// wholeLog: the runner reads every subject of an append-only stream
 	// (deletes and purges denied), so every sequence in a gap is an event
 	// and a gap read short is an error, not a hole, unless the log has
@@ -298,7 +312,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		defer cancel()
 		if len(r.held.recs) > 0 && r.keepLease(release) {
 			// Written now rather than left to the next runner's ack wait.
-			if err := r.applyBatch(release, nil); err != nil {
+			if err := r.apply(release, nil, 0); err != nil {
 				r.log.Warn("projections: writing the held events on the way out failed", "err", err)
 			}
 		}
