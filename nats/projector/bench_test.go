@@ -228,3 +228,56 @@ func BenchmarkRunner(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkViewKeyIndex measures what a job's keys in the views cost the
+// server's memory: a job's four values (status, observation, and its job
+// and attempt-key ledgers), each with a 30-day TTL, as the projector
+// writes them. It reports the server's heap a key, as the growth between
+// a fifth of the jobs and all of them, so the fixed costs cancel out.
+//
+//	go test ./nats/projector -run '^$' -bench ViewKeyIndex -benchtime 1x
+func BenchmarkViewKeyIndex(b *testing.B) {
+	const jobs = 250_000
+	srv := natstest.RunServer(b)
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := projector.New(ctx, srv.JS, projector.Config{Name: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	value := []byte(strings.Repeat("v", 100))
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("%032x", i)
+			for _, subj := range []string{"$KV.serp_status." + id, "$KV.serp_observations." + id,
+				"$KV.serp_ledger.job." + id, "$KV.serp_ledger.key." + id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]} {
+				m := natsgo.NewMsg(subj)
+				m.Data = value
+				m.Header.Set("Nats-TTL", "720h")
+				if _, err := srv.JS.PublishMsgAsync(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if i%1000 == 999 {
+				<-srv.JS.PublishAsyncComplete()
+			}
+		}
+		<-srv.JS.PublishAsyncComplete()
+	}
+	heap := func() float64 {
+		runtime.GC()
+		debug.FreeOSMemory()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapInuse)
+	}
+	for b.Loop() {
+		put(0, jobs/5)
+		before := heap()
+		put(jobs/5, jobs)
+		after := heap()
+		b.ReportMetric((after-before)/float64(4*(jobs-jobs/5)), "heap-B/key")
+	}
+}
