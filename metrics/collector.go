@@ -17,9 +17,10 @@ const lagTimeout = 2 * time.Second
 // logCollector turns the Tally, the log's last sequence and the
 // projections' lag into metrics at scrape time.
 type logCollector struct {
-	tally   *projections.Tally
-	lag     func(ctx context.Context) (Lag, error)
-	lastSeq func(ctx context.Context) (uint64, error)
+	tally      *projections.Tally
+	lag        func(ctx context.Context) (Lag, error)
+	lastSeq    func(ctx context.Context) (uint64, error)
+	archiveLag func(ctx context.Context) (uint64, error)
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -47,12 +48,14 @@ var (
 	descLagUp           = desc("serpent_projection_lag_up", "1 if the projections' lag could be read at this scrape, else 0.")
 	descCatchingUp      = desc("serpent_projection_catching_up", "1 while this process's projection runner catches up with a log it trails by more than a batch, else 0.")
 	descCatchUpRate     = desc("serpent_projection_catchup_events_per_second", "Events a second the projection runner catching up has applied since it began (0 when not catching up).")
+	descArchiveLag      = desc("serpent_archive_lag_events", "Events of SERP_EVENTS that SERP_ARCHIVE has not copied yet, as its source reports it.")
+	descArchiveOK       = desc("serpent_archive_ok", "1 if SERP_ARCHIVE could be read at this scrape and reports no error copying SERP_EVENTS, else 0. Events that leave the live log while it is 0 are lost to the archive.")
 	descCatchUpLeft     = desc("serpent_projection_catchup_remaining_seconds", "About how long the projection runner catching up takes to apply the events left, at its rate so far (0 when not catching up).")
 )
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descEvents, descSends, descRotations, descReconciliations, descPurchases,
-		descPages, descDoubles, descChecks, descAPIDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp, descCatchingUp, descCatchUpRate, descCatchUpLeft} {
+		descPages, descDoubles, descChecks, descAPIDoubles, descUndecodable, descLogSeq, descCaughtUp, descHeld, descLagEvents, descLagSeconds, descLastSeq, descLagUp, descCatchingUp, descCatchUpRate, descCatchUpLeft, descArchiveLag, descArchiveOK} {
 		ch <- d
 	}
 }
@@ -67,6 +70,17 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 		if last, err := c.lastSeq(ctx); err == nil {
 			ch <- prometheus.MustNewConstMetric(descLastSeq, prometheus.GaugeValue, float64(last))
 		}
+	}
+	if c.archiveLag != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+		defer cancel()
+		lag, err := c.archiveLag(ctx)
+		ok := 0.0
+		if err == nil {
+			ok = 1
+			ch <- prometheus.MustNewConstMetric(descArchiveLag, prometheus.GaugeValue, float64(lag))
+		}
+		ch <- prometheus.MustNewConstMetric(descArchiveOK, prometheus.GaugeValue, ok)
 	}
 	if c.lag != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)

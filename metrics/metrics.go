@@ -25,6 +25,10 @@ type Options struct {
 	// (serpent_event_log_last_seq), whether or not any projections are
 	// kept; nil, or an error, leaves it out.
 	LastSeq func(ctx context.Context) (uint64, error)
+	// ArchiveLag reads how many events SERP_ARCHIVE has not copied yet
+	// (nats.ArchiveLag) at scrape time; an error says its copy is failing.
+	// nil leaves it out.
+	ArchiveLag func(ctx context.Context) (uint64, error)
 	// Accounts reads the API accounts' spend and limiter figures at
 	// scrape time; nil leaves them out.
 	Accounts func(ctx context.Context) ([]Account, error)
@@ -85,8 +89,8 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.api, m.appends, m.groupAppends, m.groupEvents, m.groupTime, info)
 	m.reg.MustRegister(m.sweep.collectors()...)
-	if opts.Tally != nil || opts.Lag != nil || opts.LastSeq != nil {
-		m.reg.MustRegister(&logCollector{tally: opts.Tally, lag: opts.Lag, lastSeq: opts.LastSeq})
+	if opts.Tally != nil || opts.Lag != nil || opts.LastSeq != nil || opts.ArchiveLag != nil {
+		m.reg.MustRegister(&logCollector{tally: opts.Tally, lag: opts.Lag, lastSeq: opts.LastSeq, archiveLag: opts.ArchiveLag})
 	}
 	if opts.Accounts != nil {
 		m.reg.MustRegister(&accountCollector{read: opts.Accounts})

@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -95,4 +96,26 @@ func SourceOf(h map[string][]string) (subject string, seq uint64, ok bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// ArchiveLag is how many messages of SERP_EVENTS the archive has not
+// copied yet, as SERP_ARCHIVE's source reports it. An error says the
+// archive cannot be read, or does not source SERP_EVENTS, or the server
+// reports its source failing: then events that leave the live log before
+// it recovers are lost to the archive.
+func ArchiveLag(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	s, err := js.Stream(ctx, ArchiveStream)
+	if err != nil {
+		return 0, fmt.Errorf("nats: stream %s: %w", ArchiveStream, err)
+	}
+	for _, src := range s.CachedInfo().Sources {
+		if src == nil || src.Name != EventStream {
+			continue
+		}
+		if src.Error != nil {
+			return src.Lag, fmt.Errorf("nats: %s cannot copy %s: %s", ArchiveStream, EventStream, src.Error.Description)
+		}
+		return src.Lag, nil
+	}
+	return 0, fmt.Errorf("nats: %s does not source %s", ArchiveStream, EventStream)
 }

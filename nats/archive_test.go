@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -113,4 +114,57 @@ func TestSourceOf(t *testing.T) {
 	}
 	_, _, ok := nats.SourceOf(nil)
 	require.False(t, ok)
+}
+
+// TestArchiveLag: the archive reports how many events it has not copied
+// yet, 0 once it has them all, and an error when it cannot copy the log:
+// here, a SERP_ARCHIVE whose SERP_EVENTS is not there.
+func TestArchiveLag(t *testing.T) {
+	ctx := context.Background()
+	t.Run("copying", func(t *testing.T) {
+		srv := natstest.RunServer(t)
+		_, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{})
+		require.NoError(t, err)
+		_, err = nats.EnsureArchiveStream(ctx, srv.JS, nats.EventStreamOptions{})
+		require.NoError(t, err)
+		es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
+		require.NoError(t, err)
+		for range 5 {
+			id := storetest.NewJobID()
+			_, err := es.Append(ctx, id, 0, storetest.NewEvents(id, 1, 2)...)
+			require.NoError(t, err)
+		}
+		natstest.WaitFor(t, 15*time.Second, func() error {
+			lag, err := nats.ArchiveLag(ctx, srv.JS)
+			if err != nil {
+				return err
+			}
+			st, err := srv.JS.Stream(ctx, nats.ArchiveStream)
+			if err != nil {
+				return err
+			}
+			if n := st.CachedInfo().State.Msgs; lag != 0 || n != 5 {
+				return fmt.Errorf("archive has %d of 5 messages, %d to copy", n, lag)
+			}
+			return nil
+		})
+	})
+	t.Run("no log to copy", func(t *testing.T) {
+		srv := natstest.RunServer(t)
+		_, err := nats.EnsureArchiveStream(ctx, srv.JS, nats.EventStreamOptions{})
+		require.NoError(t, err)
+		natstest.WaitFor(t, 15*time.Second, func() error {
+			if _, err := nats.ArchiveLag(ctx, srv.JS); err == nil {
+				return errors.New("the archive reports no error")
+			}
+			return nil
+		})
+		_, err = nats.ArchiveLag(ctx, srv.JS)
+		require.ErrorContains(t, err, "SERP_ARCHIVE cannot copy SERP_EVENTS")
+	})
+	t.Run("no archive", func(t *testing.T) {
+		srv := natstest.RunServer(t)
+		_, err := nats.ArchiveLag(ctx, srv.JS)
+		require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+	})
 }

@@ -28,8 +28,9 @@ func newEngineMetrics(js jetstream.JetStream, worker string, now func() time.Tim
 		return m, err
 	}
 	last := func(ctx context.Context) (uint64, error) { return eventLogLastSeq(ctx, js) }
+	archive := func(ctx context.Context) (uint64, error) { return snats.ArchiveLag(ctx, js) }
 	accts := func(ctx context.Context) ([]metrics.Account, error) { return accountFigures(ctx, js, now()) }
-	return metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Accounts: accts, Worker: worker, Version: version}), tally
+	return metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, ArchiveLag: archive, Accounts: accts, Worker: worker, Version: version}), tally
 }
 
 // eventLogLastSeq reads the last sequence of SERP_EVENTS from its stream

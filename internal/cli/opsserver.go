@@ -51,7 +51,7 @@ func (o *opsServer) server() *httpops.Server {
 	}
 	return httpops.New(httpops.Config{Source: opsSource{nc: o.nc, js: o.js, runner: o.runner}, Tally: o.tally, Metrics: o.metrics.Handler(),
 		Worker: o.worker, Version: version, Sandbox: o.sandbox,
-		Streams: []string{snats.EventStream, snats.CommandStream, snats.RejectStream, snats.WorkStream}, Buckets: buckets,
+		Streams: []string{snats.EventStream, snats.ArchiveStream, snats.CommandStream, snats.RejectStream, snats.WorkStream}, Buckets: buckets,
 		Projections: o.projections, ReadyMaxLag: o.ops.readyMaxLag, ReadyMaxBehind: o.ops.readyMaxBehind,
 		Refusals: refusals(o.limiter), Now: o.now, Logger: o.log})
 }

@@ -154,16 +154,26 @@ func TestOpsEndpoints(t *testing.T) {
 	})
 }
 
+// engineStreams makes the streams serpent run makes: the event log, its
+// archive, and the command, rejection and work streams.
+func engineStreams(t *testing.T, srv *natstest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	_, err = snats.EnsureArchiveStream(ctx, srv.JS, snats.EventStreamOptions{})
+	require.NoError(t, err)
+	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+}
+
 // TestReadyzReportsLag: with the projection buckets made but no runner
 // applying, one event more than --ready-max-lag 0 fails readiness, and
 // /readyz says why.
 func TestReadyzReportsLag(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	_, err = projector.New(ctx, srv.JS, projector.Config{})
+	engineStreams(t, srv)
+	_, err := projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
 	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, nil)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true, ops: opsFlags{readyMaxLag: 0, readyMaxBehind: time.Hour}, metrics: mx, tally: tally}
@@ -179,15 +189,41 @@ func TestReadyzReportsLag(t *testing.T) {
 	require.Contains(t, rec.Body.String(), "ok   stream SERP_WORK")
 }
 
+// TestReadyzFailsWhileTheArchiveCannotCopy: /readyz fails while
+// SERP_ARCHIVE reports an error copying SERP_EVENTS (here, after
+// SERP_EVENTS was deleted under it), and the metrics say so too.
+func TestReadyzFailsWhileTheArchiveCannotCopy(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	engineStreams(t, srv)
+	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, nil)
+	ops := &opsServer{nc: srv.Conn, js: srv.JS, ops: opsFlags{readyMaxLag: 5000, readyMaxBehind: time.Hour}, metrics: mx, tally: tally}
+	lines, ok := ops.readiness(ctx)
+	require.True(t, ok, "%v", lines)
+	require.Contains(t, lines, "ok   stream SERP_ARCHIVE")
+
+	require.NoError(t, srv.JS.DeleteStream(ctx, snats.EventStream))
+	rec := waitUnready(t, ops)
+	natstest.WaitFor(t, 10*time.Second, func() error {
+		rec = httptest.NewRecorder()
+		ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if !strings.Contains(rec.Body.String(), "FAIL stream SERP_ARCHIVE: nats: SERP_ARCHIVE cannot copy SERP_EVENTS") {
+			return fmt.Errorf("/readyz: %s", rec.Body)
+		}
+		return nil
+	})
+	rec = httptest.NewRecorder()
+	ops.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	require.Contains(t, rec.Body.String(), "serpent_archive_ok 0")
+}
+
 // readyzWithOneApplied is an ops server whose projections (made, but
 // with no runner) have applied the log's first event, and that event.
 func readyzWithOneApplied(t *testing.T, srv *natstest.Server, maxBehind time.Duration) *opsServer {
 	t.Helper()
 	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
-	_, err = projector.New(ctx, srv.JS, projector.Config{})
+	engineStreams(t, srv)
+	_, err := projector.New(ctx, srv.JS, projector.Config{})
 	require.NoError(t, err)
 	mx, tally := newEngineMetrics(srv.JS, "w", time.Now, nil)
 	ops := &opsServer{nc: srv.Conn, js: srv.JS, projections: true,
@@ -555,9 +591,7 @@ func TestDoubleChargesShownLive(t *testing.T) {
 func TestReadyzWhileCatchingUp(t *testing.T) {
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
-	_, err := snats.EnsureEventStream(ctx, srv.JS, snats.EventStreamOptions{})
-	require.NoError(t, err)
-	require.NoError(t, snats.EnsureEngineStreams(ctx, srv.JS, snats.StreamOptions{}, time.Second))
+	engineStreams(t, srv)
 	st, err := snats.NewEventStore(ctx, srv.JS, snats.EventStoreOptions{})
 	require.NoError(t, err)
 	ids := projectionstest.IDsFrom(0)

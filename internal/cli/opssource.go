@@ -11,6 +11,7 @@ import (
 
 	"github.com/serpent-engine/serpent/engine"
 	"github.com/serpent-engine/serpent/httpops"
+	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/nats/projector"
 	"github.com/serpent-engine/serpent/projections"
 )
@@ -26,7 +27,13 @@ type opsSource struct {
 
 func (s opsSource) Connection() (bool, string) { return s.nc.IsConnected(), s.nc.Status().String() }
 
+// Stream checks that a stream is there; for SERP_ARCHIVE, also that it
+// copies SERP_EVENTS without an error.
 func (s opsSource) Stream(ctx context.Context, name string) error {
+	if name == snats.ArchiveStream {
+		_, err := snats.ArchiveLag(ctx, s.js)
+		return err
+	}
 	_, err := s.js.Stream(ctx, name)
 	return err
 }

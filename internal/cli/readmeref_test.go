@@ -122,7 +122,7 @@ func metricNames(t *testing.T) []string {
 	tally := projections.NewTally()
 	tally.CatchUpTo(0) // an empty log: every figure is served
 	last := func(context.Context) (uint64, error) { return 0, nil }
-	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, Version: "test"})
+	m := metrics.New(metrics.Options{Tally: tally, Lag: lag, LastSeq: last, ArchiveLag: last, Version: "test"})
 	m.Searched("", serper.Result{Latency: time.Millisecond})
 	m.Committed(1, 1, time.Millisecond)
 	st := m.TimeAppends(nopStore{})
