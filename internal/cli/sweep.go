@@ -46,7 +46,10 @@ func (s *sweeper) Run(ctx context.Context, once func()) {
 		// since (a stalled read, a load it cannot keep up with) would sweep
 		// an old list of them, and hold the turn while it did.
 		through, err := eventLogLastSeq(ctx, s.js)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return // through is 0 then, which any fold passes
+		}
+		if err != nil {
 			// through 0: a fold caught up once passes, as it did before
 			// rounds read the log's end; better than no sweep while the
 			// server cannot say where the log ends.
