@@ -77,12 +77,13 @@ type CommandSummary struct {
 
 // configReasons are the rejection reasons that depend on the engine's
 // configuration, not on the command: invalid_account, an API account the
-// engine was not given (engine.ReasonInvalidAccount), and slot_expired, a
+// engine was not given (engine.ReasonInvalidAccount), slot_expired, a
 // slot older than the engine's retention when the command came
-// (engine.ReasonSlotExpired). Every other reason
+// (engine.ReasonSlotExpired), and before_first_slot, a slot before the
+// deployment's first (engine.ReasonBeforeFirstSlot). Every other reason
 // (malformed, too_large, invalid_<field>) is about the command itself, and
 // the audit reads the command by the engine's own rules.
-var configReasons = []string{"invalid_account", "slot_expired"}
+var configReasons = []string{"invalid_account", "slot_expired", "before_first_slot"}
 
 // ConfigReason reports whether a rejection reason depends on the engine's
 // configuration: the only reasons a command valid by the rules may be

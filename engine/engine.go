@@ -33,6 +33,10 @@ type Config struct {
 	// SkewMargin is how far apart engines' clocks may be;
 	// aggregate.DefaultSkewMargin (a day) by default.
 	SkewMargin time.Duration
+	// FirstSlot is the earliest slot this deployment takes: intake
+	// refuses earlier ones (before_first_slot), which another deployment
+	// owns. Zero takes every slot.
+	FirstSlot time.Time
 	// Table is the outcome table; the zero value means the default.
 	Table aggregate.Table
 	// Now is the clock; time.Now by default.
@@ -249,4 +253,30 @@ func expiring(ctx context.Context, s aggregate.State) context.Context {
 // older than the retention less the skew margin, on this engine's clock.
 func (e *Engine) SlotExpired(slot time.Time) bool {
 	return aggregate.SlotExpired(slot, e.cfg.Now(), e.cfg.Retention, e.cfg.SkewMargin)
+}
+
+// SlotRefused reports whether intake refuses a slot, unless its job is
+// live: slot_expired, or before_first_slot.
+func (e *Engine) SlotRefused(slot time.Time) bool {
+	_, refused := e.refusedSlot(slot)
+	return refused
+}
+
+// refusedSlot is the rejection of a command for slot that has no live
+// job, if intake refuses the slot: older than the horizon, or before the
+// deployment's first slot.
+func (e *Engine) refusedSlot(slot time.Time) (*RejectError, bool) {
+	switch {
+	case e.SlotExpired(slot):
+		return &RejectError{Reason: ReasonSlotExpired,
+			Msg: fmt.Sprintf("slot %s is older than the live log keeps jobs (%s, less %s for clock skew); its observation may have been bought and archived",
+				slot.Format(time.RFC3339), e.cfg.Retention, e.cfg.SkewMargin),
+			Fields: []aggregate.FieldError{{Field: "slot", Message: "older than the retention horizon"}}}, true
+	case !e.cfg.FirstSlot.IsZero() && slot.Before(e.cfg.FirstSlot):
+		return &RejectError{Reason: ReasonBeforeFirstSlot,
+			Msg: fmt.Sprintf("slot %s is before %s, the first slot this deployment takes; send it to the deployment that runs the earlier slots",
+				slot.Format(time.RFC3339), e.cfg.FirstSlot.Format(time.RFC3339)),
+			Fields: []aggregate.FieldError{{Field: "slot", Message: "before this deployment's first slot"}}}, true
+	}
+	return nil, false
 }

@@ -36,6 +36,10 @@ const (
 	// live log's horizon less the skew margin: its job may have left the
 	// live log, and a new one would buy the observation again.
 	ReasonSlotExpired = "slot_expired"
+	// ReasonBeforeFirstSlot refuses a command whose slot is before the
+	// deployment's first slot (Config.FirstSlot): another deployment
+	// runs those slots, and a job here would buy them again.
+	ReasonBeforeFirstSlot = "before_first_slot"
 )
 
 // RejectError says why a command cannot become a job. Reason is the token of
@@ -142,7 +146,7 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 	if err != nil {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonMalformed, Msg: err.Error()}
 	}
-	if e.SlotExpired(sched.Slot) {
+	if rej, refused := e.refusedSlot(sched.Slot); refused {
 		// A repeat of a command whose job is still live is that job, as
 		// before the horizon; only a slot without a live job is refused.
 		s, err := e.State(ctx, sched.JobID)
@@ -152,10 +156,7 @@ func (e *Engine) schedule(ctx context.Context, data []byte, source string, defer
 		if s.Exists() {
 			return Scheduled{JobID: sched.JobID, Status: s.Status, NotBefore: s.NextRunAt}, known{}, nil
 		}
-		return Scheduled{}, known{}, &RejectError{Reason: ReasonSlotExpired,
-			Msg: fmt.Sprintf("slot %s is older than the live log keeps jobs (%s, less %s for clock skew); its observation may have been bought and archived",
-				sched.Slot.Format(time.RFC3339), e.cfg.Retention, e.cfg.SkewMargin),
-			Fields: []aggregate.FieldError{{Field: "slot", Message: "older than the retention horizon"}}}
+		return Scheduled{}, known{}, rej
 	}
 	if _, err := e.api(sched.Account); err != nil {
 		return Scheduled{}, known{}, &RejectError{Reason: ReasonInvalidAccount, Msg: err.Error(),

@@ -145,3 +145,30 @@ func TestRepurchaseTooCloseToLeaving(t *testing.T) {
 	require.ErrorContains(t, err, "leaves the live log at")
 	require.Equal(t, aggregate.StatusChargedNoResult, e.state(job).Status, "nothing written")
 }
+
+// TestSlotBeforeTheFirstIsRefused: a deployment given a first slot refuses
+// earlier ones as before_first_slot, which another deployment runs, and
+// takes that slot and later ones. SlotRefused, which a recurring
+// schedule's catch-up skips by (TestCatchUpSkipsExpiredSlots), agrees.
+func TestSlotBeforeTheFirstIsRefused(t *testing.T) {
+	first := t0.Add(time.Hour)
+	eng, err := engine.New(engine.Config{Store: memstore.New(memstore.Options{}), API: newAPI(nil), Timers: &timers{},
+		FirstSlot: first, Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	cmd := func(slot time.Time) []byte {
+		return fmt.Appendf(nil, `{"slot":%q,"query":"q","country":"US","language":"en","device":"mobile"}`, slot.Format(time.RFC3339))
+	}
+	_, err = eng.Schedule(context.Background(), cmd(first.Add(-time.Second)), "test")
+	var rej *engine.RejectError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, engine.ReasonBeforeFirstSlot, rej.Reason)
+	require.Contains(t, rej.Error(), "the first slot this deployment takes")
+	require.True(t, eng.SlotRefused(first.Add(-time.Second)))
+
+	for _, slot := range []time.Time{first, first.Add(time.Minute)} {
+		got, err := eng.Schedule(context.Background(), cmd(slot), "test")
+		require.NoError(t, err)
+		require.True(t, got.Created)
+		require.False(t, eng.SlotRefused(slot))
+	}
+}

@@ -142,8 +142,8 @@ func (s *Schedules) CheckAccountsWith(check func(account string) error) {
 }
 
 // SkipExpiredWith has a firing skip the slots expired reports: pass the
-// engine's (Engine.SlotExpired), so a catch-up never orders a slot intake
-// would refuse as slot_expired. Without it every due slot is ordered.
+// engine's (Engine.SlotRefused), so a catch-up never orders a slot intake
+// would refuse. Without it every due slot is ordered.
 func (s *Schedules) SkipExpiredWith(expired func(slot time.Time) bool) {
 	s.expired = expired
 }

@@ -18,11 +18,14 @@ import (
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
-// TestAuditConfigurationReasonsAreTheEngines: the one rejection reason the
-// audit accepts for a valid command is the engine's account check; the
+// TestAuditConfigurationReasonsAreTheEngines: the rejection reasons the
+// audit accepts for a valid command are the engine's checks that depend
+// on its configuration (its accounts, retention and first slot); the
 // reasons about a command itself are not accepted.
 func TestAuditConfigurationReasonsAreTheEngines(t *testing.T) {
-	require.True(t, audit.ConfigReason(engine.ReasonInvalidAccount))
+	for _, r := range []string{engine.ReasonInvalidAccount, engine.ReasonSlotExpired, engine.ReasonBeforeFirstSlot} {
+		require.True(t, audit.ConfigReason(r), r)
+	}
 	for _, r := range []string{engine.ReasonMalformed, engine.ReasonTooLarge, engine.ReasonUnknownSubject, "invalid_slot"} {
 		require.False(t, audit.ConfigReason(r), r)
 	}

@@ -127,13 +127,13 @@ func runEngine(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	events = mx.TimeAppends(events)
 	eng, err := engine.New(engine.Config{Name: f.name, Store: events, API: api, Timers: n.timers, Accounts: n.accts, Limiter: n.lim,
-		Policy: f.policy, Retention: f.retention, SkewMargin: f.skewMargin, Table: table, Logger: log, Observer: mx, Now: clock.Now})
+		Policy: f.policy, Retention: f.retention, SkewMargin: f.skewMargin, FirstSlot: f.firstSlot, Table: table, Logger: log, Observer: mx, Now: clock.Now})
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	schedules := n.schedules
 	schedules.CheckAccountsWith(eng.CheckAccount)
-	schedules.SkipExpiredWith(eng.SlotExpired)
+	schedules.SkipExpiredWith(eng.SlotRefused)
 	svc, err := service.Start(ctx, nc, eng, schedules)
 	if err != nil {
 		return fmt.Errorf("micro service: %w", err)

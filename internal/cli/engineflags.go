@@ -42,6 +42,7 @@ type engineFlags struct {
 	policy      events.RetryPolicy
 	retention   time.Duration
 	skewMargin  time.Duration
+	firstSlot   time.Time
 	log         logFlags
 	name        string
 	ops         opsFlags
@@ -104,6 +105,14 @@ func newEngineFlags(stderr io.Writer) (*flag.FlagSet, *engineFlags) {
 	fs.IntVar(&f.policy.MaxKeys, "max-keys", f.policy.MaxKeys, "attempt keys a job may use")
 	fs.DurationVar(&f.retention, "retention", DefaultRetention, "how long a job stays in the live log and the views after its slot; then only SERP_ARCHIVE keeps it, and intake refuses its slot (slot_expired). At least twice --max-age plus three --skew-margin (0: keep every job live for ever)")
 	fs.DurationVar(&f.skewMargin, "skew-margin", aggregate.DefaultSkewMargin, "how far apart the clocks of engines may be; the retention checks keep this much room")
+	fs.Func("first-slot", "the earliest slot this deployment takes (RFC 3339); intake refuses earlier ones (before_first_slot), which another deployment runs. Default: every slot", func(s string) error {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return fmt.Errorf("not an RFC 3339 time such as 2027-01-01T00:00:00Z: %w", err)
+		}
+		f.firstSlot = t
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: serpent run [flags]
 
