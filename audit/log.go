@@ -23,10 +23,11 @@ type Message struct {
 type Log interface {
 	// Read hands every message to emit, in log order, in chunks.
 	Read(ctx context.Context, emit func([]Message) error) error
-	// Job reads the messages of one job again, up to where Read ended.
-	// through is the sequence of the job's last message Read handed over:
-	// a read that ends before it is an error, not a shorter history.
-	Job(ctx context.Context, jobID string, through uint64) ([]Message, error)
+	// Jobs reads the messages of some jobs again, up to where Read ended,
+	// in one pass: through maps each job id to the sequence of the job's
+	// last message Read handed over. A read that ends before it is an
+	// error, not a shorter history.
+	Jobs(ctx context.Context, through map[string]uint64) (map[string][]Message, error)
 }
 
 // CheckLog reads every message of log, folds every job and checks it
@@ -38,7 +39,7 @@ type Log interface {
 // are checked o.Workers at a time while the log is read, and a job is
 // checked, and its history let go, as soon as an event finishes it. The
 // rare job that has events after that (an authorised re-purchase, or a
-// broken log) is read again (Log.Job) and checked whole at the end.
+// broken log) is read again (Log.Jobs) and checked whole at the end.
 func CheckLog(ctx context.Context, log Log, o Options) (*Auditor, error) {
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -83,11 +84,12 @@ func CheckLog(ctx context.Context, log Log, o Options) (*Auditor, error) {
 	for id, h := range open {
 		chk.check(at[id], h, 0)
 	}
-	for id, through := range reopened {
-		msgs, err := log.Job(ctx, id, through)
-		if err != nil {
-			return nil, err
-		}
+	again, err := log.Jobs(ctx, reopened)
+	if err != nil {
+		return nil, err
+	}
+	for id := range reopened {
+		msgs := again[id]
 		var h []events.Event
 		for _, m := range msgs {
 			h = append(h, m.Events...) // unreadable ones were reported

@@ -25,11 +25,11 @@ func (r recording) Read(_ context.Context, emit func([]audit.Message) error) err
 	return nil
 }
 
-func (r recording) Job(_ context.Context, jobID string, _ uint64) ([]audit.Message, error) {
-	var out []audit.Message
+func (r recording) Jobs(_ context.Context, through map[string]uint64) (map[string][]audit.Message, error) {
+	out := map[string][]audit.Message{}
 	for _, m := range r {
-		if m.JobID == jobID {
-			out = append(out, m)
+		if _, ok := through[m.JobID]; ok {
+			out[m.JobID] = append(out[m.JobID], m)
 		}
 	}
 	return out, nil

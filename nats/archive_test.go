@@ -168,3 +168,48 @@ func TestArchiveLag(t *testing.T) {
 		require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
 	})
 }
+
+// TestArchivedAuditLogReadsJobsAgainInOnePass: the audit reads the jobs
+// it must check again (events after their end) in one pass over the
+// archive, a partition at most once, however many they are, and leaves
+// no consumer behind.
+func TestArchivedAuditLogReadsJobsAgainInOnePass(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	_, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{})
+	require.NoError(t, err)
+	archive, err := nats.EnsureArchiveStream(ctx, srv.JS, nats.EventStreamOptions{})
+	require.NoError(t, err)
+	es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
+	require.NoError(t, err)
+	through := map[string]uint64{}
+	for i := range 40 {
+		id := storetest.NewJobID()
+		v, err := es.Append(ctx, id, 0, storetest.NewEvents(id, 1, 2)...)
+		require.NoError(t, err)
+		v, err = es.Append(ctx, id, v, storetest.NewEvents(id, 3, 1)...)
+		require.NoError(t, err)
+		if i%3 == 0 {
+			through[id] = v
+		}
+	}
+	natstest.WaitFor(t, 15*time.Second, func() error {
+		if n := archive.CachedInfo().State.Msgs; n < 80 {
+			_, err := archive.Info(ctx)
+			return fmt.Errorf("the archive has %d of 80 messages (%v)", n, err)
+		}
+		return nil
+	})
+	log, err := nats.NewArchivedAuditLog(ctx, srv.JS, 0, nil)
+	require.NoError(t, err)
+	got, err := log.Jobs(ctx, through)
+	require.NoError(t, err)
+	require.Len(t, got, len(through))
+	for id, msgs := range got {
+		require.Len(t, msgs, 2, "job %s whole", id)
+		require.Equal(t, through[id], msgs[1].Seq)
+	}
+	info, err := archive.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Consumers, "no read left its consumer")
+}

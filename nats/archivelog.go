@@ -3,7 +3,6 @@ package nats
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -73,40 +72,58 @@ func NewArchivedAuditLog(ctx context.Context, js jetstream.JetStream, workers in
 			return nil
 		})
 	}
-	job := func(ctx context.Context, jobID string, through uint64) ([]Message, error) {
-		return archivedJob(ctx, js, jobID, archLast, last, through)
+	jobs := func(ctx context.Context, through map[string]uint64) (map[string][]Message, error) {
+		return archivedJobs(ctx, js, through, archLast, last)
 	}
-	return &AuditLog{read: read, job: job, prefix: EventSubjectPrefix, workers: workers}, nil
+	return &AuditLog{read: read, jobs: jobs, prefix: EventSubjectPrefix, workers: workers}, nil
 }
 
-// archivedJob reads one job's messages from the archive's partition that
-// holds it, then from the live log those the archive has not copied,
-// reaching through (a sequence of SERP_EVENTS). A partition holds many
-// jobs: this is a scan, slow for an old job in a large archive.
-func archivedJob(ctx context.Context, js jetstream.JetStream, jobID string, archLast, last, through uint64) ([]Message, error) {
-	subject := EventSubjectPrefix + jobID
-	var out []Message
-	_, err := ArchiveLog(js).Subject(ArchivePartition(jobID)).Read(ctx, 1, archLast, 1024, func(msgs []Message) error {
-		for _, m := range unarchive(msgs) {
-			if m.Subject == subject {
-				out = append(out, m)
-			}
+// archivedJobs reads the histories of the jobs in through: the archive's
+// copies up to archLast, then the live log's messages after the last copy
+// up to last. It scans each partition that holds one of them once, so
+// many jobs cost at most one read of the archive. Each job must reach
+// its sequence in through (0: any).
+func archivedJobs(ctx context.Context, js jetstream.JetStream, through map[string]uint64, archLast, last uint64) (map[string][]Message, error) {
+	byPartition := map[string]map[string]bool{} // partition -> the subjects wanted in it
+	for jobID := range through {
+		p := ArchivePartition(jobID)
+		if byPartition[p] == nil {
+			byPartition[p] = map[string]bool{}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		byPartition[p][EventSubjectPrefix+jobID] = true
 	}
-	from := lastSeqOf(out) + 1
-	if from <= last {
-		msgs, err := EventLog(js).Subject(subject).Get(ctx, from, last)
+	found := map[string][]Message{} // by subject
+	for p, want := range byPartition {
+		if archLast == 0 {
+			break
+		}
+		_, err := ArchiveLog(js).Subject(p).Read(ctx, 1, archLast, 1024, func(msgs []Message) error {
+			for _, m := range unarchive(msgs) {
+				if want[m.Subject] {
+					found[m.Subject] = append(found[m.Subject], m)
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, msgs...)
 	}
-	if reached := lastSeqOf(out); reached < through {
-		return nil, fmt.Errorf("nats: read %s: it ended at sequence %d, before %d (a replica behind the leader answered?)", subject, reached, through)
+	out := make(map[string][]Message, len(through))
+	for jobID, t := range through {
+		subject := EventSubjectPrefix + jobID
+		msgs := found[subject]
+		if from := lastSeqOf(msgs) + 1; from <= last {
+			tail, err := EventLog(js).Subject(subject).Get(ctx, from, last)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, tail...)
+		}
+		if err := reaches(subject, msgs, t); err != nil {
+			return nil, err
+		}
+		out[jobID] = msgs
 	}
 	return out, nil
 }
@@ -125,7 +142,8 @@ func ArchivedJob(ctx context.Context, js jetstream.JetStream, jobID string) ([]M
 	if err != nil {
 		return nil, err
 	}
-	return archivedJob(ctx, js, jobID, arch, last, 0)
+	got, err := archivedJobs(ctx, js, map[string]uint64{jobID: 0}, arch, last)
+	return got[jobID], err
 }
 
 // readHistory hands fn, in chunks, the archive's copies of SERP_EVENTS up

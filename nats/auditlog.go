@@ -20,7 +20,7 @@ import (
 // parallel while the next ones are read, and handed over in log order.
 type AuditLog struct {
 	read    func(ctx context.Context, emit func([]Message) error) error
-	job     func(ctx context.Context, jobID string, through uint64) ([]Message, error)
+	jobs    func(ctx context.Context, through map[string]uint64) (map[string][]Message, error)
 	prefix  string // what a job's subject starts with
 	workers int
 }
@@ -50,21 +50,32 @@ func NewAuditLog(ctx context.Context, l Log, workers int, progress func(done, to
 		})
 		return err
 	}
-	// A job read again must reach through, the job's last message the
-	// audit saw: a replica behind the leader may answer direct gets, and
-	// a history read short would be checked as if it were whole.
-	job := func(ctx context.Context, jobID string, through uint64) ([]Message, error) {
-		subject := prefix + jobID
-		msgs, err := l.Subject(subject).Get(ctx, 1, last)
-		if err != nil {
-			return nil, err
+	jobs := func(ctx context.Context, through map[string]uint64) (map[string][]Message, error) {
+		out := make(map[string][]Message, len(through))
+		for jobID, t := range through {
+			subject := prefix + jobID
+			msgs, err := l.Subject(subject).Get(ctx, 1, last)
+			if err != nil {
+				return nil, err
+			}
+			if err := reaches(subject, msgs, t); err != nil {
+				return nil, err
+			}
+			out[jobID] = msgs
 		}
-		if reached := lastSeqOf(msgs); reached < through {
-			return nil, fmt.Errorf("nats: read %s: it ended at sequence %d, before %d (a replica behind the leader answered?)", subject, reached, through)
-		}
-		return msgs, nil
+		return out, nil
 	}
-	return &AuditLog{read: read, job: job, prefix: prefix, workers: workers}, nil
+	return &AuditLog{read: read, jobs: jobs, prefix: prefix, workers: workers}, nil
+}
+
+// reaches checks that a job read again reaches through, the job's last
+// message the audit saw: a replica behind the leader may answer direct
+// gets, and a history read short would be checked as if it were whole.
+func reaches(subject string, msgs []Message, through uint64) error {
+	if reached := lastSeqOf(msgs); reached < through {
+		return fmt.Errorf("nats: read %s: it ended at sequence %d, before %d (a replica behind the leader answered?)", subject, reached, through)
+	}
+	return nil
 }
 
 // RecordedAuditLog is a recorded log as the audit reads it: message
@@ -80,11 +91,15 @@ func RecordedAuditLog(msgs []Message, workers int) *AuditLog {
 		return nil
 	}
 	a := &AuditLog{read: read, prefix: EventSubjectPrefix, workers: workers}
-	a.job = func(_ context.Context, jobID string, _ uint64) ([]Message, error) {
-		var out []Message
+	a.jobs = func(_ context.Context, through map[string]uint64) (map[string][]Message, error) {
+		out := map[string][]Message{}
 		for _, m := range msgs {
-			if got := a.decode(m); got.Err == nil && got.Events[0].JobID == jobID {
-				out = append(out, m)
+			got := a.decode(m)
+			if got.Err != nil {
+				continue
+			}
+			if id := got.Events[0].JobID; through[id] > 0 {
+				out[id] = append(out[id], m)
 			}
 		}
 		return out, nil
@@ -154,13 +169,20 @@ func (a *AuditLog) Read(ctx context.Context, emit func([]audit.Message) error) e
 	return <-readErr
 }
 
-// Job reads one job's messages again, decoded (see audit.Log).
-func (a *AuditLog) Job(ctx context.Context, jobID string, through uint64) ([]audit.Message, error) {
-	msgs, err := a.job(ctx, jobID, through)
+// Jobs reads some jobs' messages again, decoded (see audit.Log).
+func (a *AuditLog) Jobs(ctx context.Context, through map[string]uint64) (map[string][]audit.Message, error) {
+	if len(through) == 0 {
+		return nil, nil
+	}
+	msgs, err := a.jobs(ctx, through)
 	if err != nil {
 		return nil, err
 	}
-	return a.decodeAll(msgs), nil
+	out := make(map[string][]audit.Message, len(msgs))
+	for id, m := range msgs {
+		out[id] = a.decodeAll(m)
+	}
+	return out, nil
 }
 
 // decodeAll decodes messages.

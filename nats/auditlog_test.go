@@ -78,12 +78,13 @@ func TestAuditLogJobReadShort(t *testing.T) {
 	ctx := context.Background()
 	log, err := snats.NewAuditLog(ctx, snats.EventLog(srv.JS), 0, nil)
 	require.NoError(t, err)
-	msgs, err := log.Job(ctx, "job", 3)
+	got, err := log.Jobs(ctx, map[string]uint64{"job": 3})
 	require.NoError(t, err)
+	msgs := got["job"]
 	require.Len(t, msgs, 3)
 	require.Equal(t, "job", msgs[0].JobID, "not events: the job of their subject")
 	require.Error(t, msgs[0].Err)
-	_, err = log.Job(ctx, "job", 5)
+	_, err = log.Jobs(ctx, map[string]uint64{"job": 5})
 	require.ErrorContains(t, err, "ended at sequence 3, before 5")
 }
 

@@ -48,6 +48,26 @@ func TestLogReadWithNothingToMatch(t *testing.T) {
 	require.Equal(t, [][]uint64{{1, 2}}, read("b.>", 1, 3))
 }
 
+// TestLogReadLeavesNoConsumer: a read deletes its consumer when it is
+// done, so reads in a row (an audit's of many jobs) never meet the
+// server's limit of consumers on a stream. The limit here is 10; the
+// reads are 30.
+func TestLogReadLeavesNoConsumer(t *testing.T) {
+	srv := natstest.RunServer(t)
+	ctx := context.Background()
+	st, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "READS", Subjects: []string{"r.>"}, MaxConsumers: 10})
+	require.NoError(t, err)
+	_, err = srv.JS.Publish(ctx, "r.1", []byte("x"))
+	require.NoError(t, err)
+	for range 30 {
+		_, err := snats.NewLog(srv.JS, "READS", "r.>").Read(ctx, 1, 0, 10, func([]snats.Message) error { return nil })
+		require.NoError(t, err)
+	}
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Consumers)
+}
+
 // TestLogGetWithoutAnAnswerIsNotItsEnd: a direct get batch whose request
 // goes unanswered (here, its deadline passed before it left) ends with no
 // message and no "none": Get says so, rather than hand back a range, or a

@@ -26,7 +26,10 @@ func (l Log) Follow(ctx context.Context, after uint64, fn func(Message) error) e
 	if err != nil {
 		return err
 	}
-	defer it.Stop()
+	defer func() {
+		it.Stop()
+		dropConsumer(ctx, l.js, l.stream, cons)
+	}()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	for {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,6 +101,7 @@ func (l Log) Read(ctx context.Context, from, to uint64, chunk int, fn func([]Mes
 	defer func() {
 		close(quit) // a callback blocked on a full channel gives up
 		cc.Stop()
+		dropConsumer(ctx, l.js, l.stream, cons)
 	}()
 	for {
 		select {
@@ -116,6 +118,20 @@ func (l Log) Read(ctx context.Context, from, to uint64, chunk int, fn func([]Mes
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// dropConsumer deletes an ordered consumer that is done. Stopped, it
+// would stay on the server for its inactive threshold (5 minutes), and a
+// stream takes 1,000 consumers by default: many reads in a row, such as
+// an audit's of many jobs, would be refused.
+func dropConsumer(ctx context.Context, js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, info.Name)
 }
 
 // firstMatch is the sequence of the first message of s matching filter
