@@ -16,12 +16,10 @@ import (
 	"github.com/serpent-engine/serpent/nats/natstest"
 )
 
-// TestArchiveKeepsExpiredEvents: SERP_ARCHIVE copies every event of
-// SERP_EVENTS into a few partition subjects, with the original subject and
-// sequence in the source header, and keeps the copies after the live log
-// dropped them by their TTL: the archive does not allow message TTLs, and
-// the server then ignores the Nats-TTL header the copies carry.
-func TestArchiveKeepsExpiredEvents(t *testing.T) {
+// archived is a server with SERP_EVENTS, SERP_ARCHIVE sourcing it, and
+// an event store on the live log.
+func archived(t *testing.T) (*natstest.Server, jetstream.Stream, *nats.EventStore) {
+	t.Helper()
 	srv := natstest.RunServer(t)
 	ctx := context.Background()
 	_, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{})
@@ -30,6 +28,17 @@ func TestArchiveKeepsExpiredEvents(t *testing.T) {
 	require.NoError(t, err)
 	es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
 	require.NoError(t, err)
+	return srv, archive, es
+}
+
+// TestArchiveKeepsExpiredEvents: SERP_ARCHIVE copies every event of
+// SERP_EVENTS into a few partition subjects, with the original subject and
+// sequence in the source header, and keeps the copies after the live log
+// dropped them by their TTL: the archive does not allow message TTLs, and
+// the server then ignores the Nats-TTL header the copies carry.
+func TestArchiveKeepsExpiredEvents(t *testing.T) {
+	srv, archive, es := archived(t)
+	ctx := context.Background()
 
 	const jobs = 6
 	ids := make([]string, jobs)
@@ -122,13 +131,7 @@ func TestSourceOf(t *testing.T) {
 func TestArchiveLag(t *testing.T) {
 	ctx := context.Background()
 	t.Run("copying", func(t *testing.T) {
-		srv := natstest.RunServer(t)
-		_, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{})
-		require.NoError(t, err)
-		_, err = nats.EnsureArchiveStream(ctx, srv.JS, nats.EventStreamOptions{})
-		require.NoError(t, err)
-		es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
-		require.NoError(t, err)
+		srv, _, es := archived(t)
 		for range 5 {
 			id := storetest.NewJobID()
 			_, err := es.Append(ctx, id, 0, storetest.NewEvents(id, 1, 2)...)
@@ -174,14 +177,8 @@ func TestArchiveLag(t *testing.T) {
 // archive, a partition at most once, however many they are, and leaves
 // no consumer behind.
 func TestArchivedAuditLogReadsJobsAgainInOnePass(t *testing.T) {
-	srv := natstest.RunServer(t)
+	srv, archive, es := archived(t)
 	ctx := context.Background()
-	_, err := nats.EnsureEventStream(ctx, srv.JS, nats.EventStreamOptions{})
-	require.NoError(t, err)
-	archive, err := nats.EnsureArchiveStream(ctx, srv.JS, nats.EventStreamOptions{})
-	require.NoError(t, err)
-	es, err := nats.NewEventStore(ctx, srv.JS, nats.EventStoreOptions{})
-	require.NoError(t, err)
 	through := map[string]uint64{}
 	for i := range 40 {
 		id := storetest.NewJobID()
