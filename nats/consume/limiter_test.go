@@ -250,10 +250,7 @@ func TestRateLimitStorm(t *testing.T) {
 	calm := make(chan time.Time, 1)
 	time.AfterFunc(1500*time.Millisecond, func() { l.sb.SetFaults(sandbox.Faults{}); calm <- time.Now() })
 	states := l.waitTerminal(jobs, time.Minute)
-	for j, c := range l.chargesPerJob(states) {
-		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
-		require.Equal(t, 1, c, "job %s bought once", j)
-	}
+	l.requireBoughtOnce(t, states)
 	// While paused the account sends nothing: each second of the storm
 	// (Retry-After 1s) meets at most one round of the in-flight cap, where
 	// twelve jobs backing off each on its own would keep hitting it.
@@ -331,9 +328,7 @@ func TestPauseParksWakeUps(t *testing.T) {
 	l, m := setupLimitedAckWait(t, sandbox.Config{}, 3*time.Second)
 	ctx := context.Background()
 	eng := l.limitedEngine("a", time.Minute)
-	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
-	require.NoError(t, err)
-	t.Cleanup(pauser.Close)
+	pauser := l.pauser(t)
 	var jobs []string
 	for i := 0; i < 5; i++ {
 		out, err := eng.Schedule(ctx, []byte(cmdFor(i)), "test") // the job, and its wake-up now
@@ -343,31 +338,16 @@ func TestPauseParksWakeUps(t *testing.T) {
 	// Paused once the wake-ups are written: the pause outlasts the
 	// engine's start and the consumer's ack wait.
 	pauser.Pause(ctx, "", time.Now().Add(6*time.Second), "test")
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
-		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
-			return fmt.Errorf("not paused yet")
-		}
-		return nil
-	})
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	info, err := work.Info(ctx)
-	require.NoError(t, err)
-	written := info.State.LastSeq
+	waitPaused(t, l)
+	written := l.timersWritten(t)
 
 	l.start(eng, 8)
 	states := l.waitTerminal(jobs, time.Minute)
-	for j, c := range l.chargesPerJob(states) {
-		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
-		require.Equal(t, 1, c, "job %s bought once", j)
-	}
+	l.requireBoughtOnce(t, states)
 	m.mu.Lock()
 	require.Zero(t, m.status[429])
 	m.mu.Unlock()
-	info, err = work.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, written, info.State.LastSeq, "no timer written while the account was paused")
+	require.Equal(t, written, l.timersWritten(t), "no timer written while the account was paused")
 	cons, err := l.srv.JS.Consumer(ctx, snats.WorkStream, snats.WorkConsumer)
 	require.NoError(t, err)
 	ci, err := cons.Info(ctx)
@@ -384,18 +364,12 @@ func TestPauseParksCommands(t *testing.T) {
 	t.Parallel()
 	l, m := setupLimitedAckWait(t, sandbox.Config{}, 3*time.Second) // as in TestPauseParksWakeUps
 	ctx := context.Background()
-	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
-	require.NoError(t, err)
-	t.Cleanup(pauser.Close)
+	pauser := l.pauser(t)
 	eng := l.limitedEngine("a", time.Minute)
 	l.start(eng, 8)
 	pauser.Pause(ctx, "", time.Now().Add(6*time.Second), "test")
 	waitPaused(t, l)
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	info, err := work.Info(ctx)
-	require.NoError(t, err)
-	written := info.State.LastSeq
+	written := l.timersWritten(t)
 
 	const n = 40
 	var jobs []string
@@ -404,16 +378,11 @@ func TestPauseParksCommands(t *testing.T) {
 		jobs = append(jobs, jobFor(t, cmdFor(i)))
 	}
 	states := l.waitTerminal(jobs, time.Minute)
-	for j, c := range l.chargesPerJob(states) {
-		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
-		require.Equal(t, 1, c, "job %s bought once", j)
-	}
+	l.requireBoughtOnce(t, states)
 	m.mu.Lock()
 	require.Zero(t, m.status[429])
 	m.mu.Unlock()
-	info, err = work.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, written, info.State.LastSeq, "no timer written for the jobs the pause held")
+	require.Equal(t, written, l.timersWritten(t), "no timer written for the jobs the pause held")
 	l.waitSettled(snats.IntakeConsumer)
 	cons, err := l.srv.JS.Consumer(ctx, snats.CommandStream, snats.IntakeConsumer)
 	require.NoError(t, err)
@@ -430,18 +399,12 @@ func TestParkedCommandsOutliveTheirWorker(t *testing.T) {
 	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{})
 	ctx := context.Background()
-	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
-	require.NoError(t, err)
-	t.Cleanup(pauser.Close)
+	pauser := l.pauser(t)
 	a := l.limitedEngine("a", time.Minute)
 	stopA := l.start(a, 8)
 	pauser.Pause(ctx, "", time.Now().Add(4*time.Second), "test")
 	waitPaused(t, l)
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	info, err := work.Info(ctx)
-	require.NoError(t, err)
-	written := info.State.LastSeq
+	written := l.timersWritten(t)
 
 	var jobs []string
 	for i := 0; i < 5; i++ {
@@ -463,14 +426,39 @@ func TestParkedCommandsOutliveTheirWorker(t *testing.T) {
 
 	l.start(l.limitedEngine("b", time.Minute), 8)
 	states := l.waitTerminal(jobs, time.Minute)
+	l.requireBoughtOnce(t, states)
+	require.Equal(t, written, l.timersWritten(t), "no timer written for the parked jobs")
+	l.waitSettled(snats.IntakeConsumer)
+}
+
+// pauser is a limiter of its own, which pauses the accounts every engine
+// shares.
+func (l *live) pauser(t *testing.T) *engine.Limiter {
+	t.Helper()
+	p, err := engine.NewLimiter(context.Background(), l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// timersWritten is SERP_WORK's last sequence: every timer ever written.
+func (l *live) timersWritten(t *testing.T) uint64 {
+	t.Helper()
+	work, err := l.srv.JS.Stream(context.Background(), snats.WorkStream)
+	require.NoError(t, err)
+	info, err := work.Info(context.Background())
+	require.NoError(t, err)
+	return info.State.LastSeq
+}
+
+// requireBoughtOnce checks that every job of states succeeded and was
+// bought once.
+func (l *live) requireBoughtOnce(t *testing.T, states map[string]aggregate.State) {
+	t.Helper()
 	for j, c := range l.chargesPerJob(states) {
 		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
 		require.Equal(t, 1, c, "job %s bought once", j)
 	}
-	info, err = work.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, written, info.State.LastSeq, "no timer written for the parked jobs")
-	l.waitSettled(snats.IntakeConsumer)
 }
 
 // waitPaused waits until the default account's pause is in the bucket.
@@ -493,9 +481,7 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	t.Parallel()
 	l, _ := setupLimited(t, sandbox.Config{})
 	ctx := context.Background()
-	pauser, err := engine.NewLimiter(ctx, l.accounts(), "pauser", l.policy.Lease.D(), nil, nil)
-	require.NoError(t, err)
-	t.Cleanup(pauser.Close)
+	pauser := l.pauser(t)
 	a := l.limitedEngine("a", time.Minute)
 	var jobs []string
 	for i := 0; i < 5; i++ {
@@ -506,18 +492,8 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 	// Paused once the wake-ups are written: the pause need only outlast
 	// the engine's start and its end.
 	pauser.Pause(ctx, "", time.Now().Add(4*time.Second), "test")
-	natstest.WaitFor(t, 10*time.Second, func() error {
-		st, err := engine.AccountStatuses(ctx, l.accounts(), time.Now())
-		if err != nil || len(st) == 0 || st[0].PausedUntil == nil {
-			return fmt.Errorf("not paused yet")
-		}
-		return nil
-	})
-	work, err := l.srv.JS.Stream(ctx, snats.WorkStream)
-	require.NoError(t, err)
-	info, err := work.Info(ctx)
-	require.NoError(t, err)
-	written := info.State.LastSeq
+	waitPaused(t, l)
+	written := l.timersWritten(t)
 	cons, err := l.srv.JS.Consumer(ctx, snats.WorkStream, snats.WorkConsumer)
 	require.NoError(t, err)
 
@@ -536,13 +512,8 @@ func TestHeldDeliveriesOutliveTheirWorker(t *testing.T) {
 
 	l.start(l.limitedEngine("b", time.Minute), 8)
 	states := l.waitTerminal(jobs, time.Minute)
-	for j, c := range l.chargesPerJob(states) {
-		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
-		require.Equal(t, 1, c, "job %s bought once", j)
-	}
-	info, err = work.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, written, info.State.LastSeq, "no timer written for the held wake-ups")
+	l.requireBoughtOnce(t, states)
+	require.Equal(t, written, l.timersWritten(t), "no timer written for the held wake-ups")
 }
 
 // TestInFlightCapHoldsThroughTimeouts: an account allows one search at a
@@ -582,8 +553,5 @@ func TestInFlightCapHoldsThroughTimeouts(t *testing.T) {
 	states := l.waitTerminal(jobs, time.Minute)
 	close(stop)
 	require.Equal(t, 1, <-sampled, "searches running at the API at once")
-	for j, c := range l.chargesPerJob(states) {
-		require.Equal(t, aggregate.StatusSucceeded, states[j].Status)
-		require.Equal(t, 1, c, "job %s bought once", j)
-	}
+	l.requireBoughtOnce(t, states)
 }
