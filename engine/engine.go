@@ -249,9 +249,9 @@ func expiring(ctx context.Context, s aggregate.State) context.Context {
 	return eventstore.WithExpiry(ctx, s.Expires())
 }
 
-// SlotExpired reports whether intake refuses a slot as slot_expired: it is
+// slotExpired reports whether intake refuses a slot as slot_expired: it is
 // older than the retention less the skew margin, on this engine's clock.
-func (e *Engine) SlotExpired(slot time.Time) bool {
+func (e *Engine) slotExpired(slot time.Time) bool {
 	return aggregate.SlotExpired(slot, e.cfg.Now(), e.cfg.Retention, e.cfg.SkewMargin)
 }
 
@@ -267,7 +267,7 @@ func (e *Engine) SlotRefused(slot time.Time) bool {
 // deployment's first slot.
 func (e *Engine) refusedSlot(slot time.Time) (*RejectError, bool) {
 	switch {
-	case e.SlotExpired(slot):
+	case e.slotExpired(slot):
 		return &RejectError{Reason: ReasonSlotExpired,
 			Msg: fmt.Sprintf("slot %s is older than the live log keeps jobs (%s, less %s for clock skew); its observation may have been bought and archived",
 				slot.Format(time.RFC3339), e.cfg.Retention, e.cfg.SkewMargin),

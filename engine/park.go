@@ -139,10 +139,21 @@ func (e *Engine) release(acct string) {
 			e.release(acct)
 		}()
 	}
-	if len(l.queue) == 0 && l.running == 0 {
-		l.alive.Stop()
-		delete(e.lots, acct)
+	e.dropIdleLocked(acct, l)
+}
+
+// dropIdleLocked forgets a lot that holds and runs nothing, and stops its
+// timers; it reports whether it did.
+func (e *Engine) dropIdleLocked(acct string, l *lot) bool {
+	if len(l.queue) > 0 || l.running > 0 {
+		return false
 	}
+	if l.wake != nil {
+		l.wake.Stop()
+	}
+	l.alive.Stop()
+	delete(e.lots, acct)
+	return true
 }
 
 // keepParked keeps a lot's waiting deliveries alive, every keepAliveEvery
@@ -168,11 +179,7 @@ func (e *Engine) keepParked(acct string) {
 	}
 	clear(l.queue[len(kept):])
 	l.queue = kept
-	if len(l.queue) == 0 && l.running == 0 {
-		if l.wake != nil {
-			l.wake.Stop()
-		}
-		delete(e.lots, acct)
+	if e.dropIdleLocked(acct, l) {
 		return
 	}
 	l.alive.Reset(l.every)

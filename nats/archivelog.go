@@ -84,19 +84,16 @@ func NewArchivedAuditLog(ctx context.Context, js jetstream.JetStream, workers in
 // many jobs cost at most one read of the archive. Each job must reach
 // its sequence in through (0: any).
 func archivedJobs(ctx context.Context, js jetstream.JetStream, through map[string]uint64, archLast, last uint64) (map[string][]Message, error) {
-	byPartition := map[string]map[string]bool{} // partition -> the subjects wanted in it
+	want := map[string]bool{}       // the jobs' subjects
+	partitions := map[string]bool{} // the archive partitions that hold them
 	for jobID := range through {
-		p := ArchivePartition(jobID)
-		if byPartition[p] == nil {
-			byPartition[p] = map[string]bool{}
+		want[EventSubjectPrefix+jobID] = true
+		if archLast > 0 {
+			partitions[ArchivePartition(jobID)] = true
 		}
-		byPartition[p][EventSubjectPrefix+jobID] = true
 	}
 	found := map[string][]Message{} // by subject
-	for p, want := range byPartition {
-		if archLast == 0 {
-			break
-		}
+	for p := range partitions {
 		_, err := ArchiveLog(js).Subject(p).Read(ctx, 1, archLast, 1024, func(msgs []Message) error {
 			for _, m := range unarchive(msgs) {
 				if want[m.Subject] {

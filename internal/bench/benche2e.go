@@ -351,13 +351,19 @@ func projectionWrites(ctx context.Context, js jetstream.JetStream) (uint64, erro
 }
 
 func lastSeq(ctx context.Context, js jetstream.JetStream, stream string) (uint64, error) {
+	st, err := streamState(ctx, js, stream)
+	return st.LastSeq, err
+}
+
+// streamState is a stream's state as the server reports it now.
+func streamState(ctx context.Context, js jetstream.JetStream, stream string) (jetstream.StreamState, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
-		return 0, err
+		return jetstream.StreamState{}, err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return 0, err
+		return jetstream.StreamState{}, err
 	}
-	return info.State.LastSeq, nil
+	return info.State, nil
 }

@@ -216,15 +216,8 @@ func (b *benchRun) seedEngineLog(ctx context.Context, have, want uint64) (benchS
 
 // streamMsgs is how many messages the engine's log holds.
 func streamMsgs(ctx context.Context, b *benchRun) (uint64, error) {
-	s, err := b.js.Stream(ctx, snats.EventStream)
-	if err != nil {
-		return 0, err
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return info.State.Msgs, nil
+	st, err := streamState(ctx, b.js, snats.EventStream)
+	return st.Msgs, err
 }
 
 // waitQuiet waits, up to bound, until this process (the engine and the

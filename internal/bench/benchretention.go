@@ -165,24 +165,16 @@ func (b *benchRun) retention(ctx context.Context) (benchRetention, error) {
 // job's load and the audit.
 func (b *benchRun) retentionSample(ctx context.Context, js jetstream.JetStream, st *snats.EventStore, dir string, jobs []string, rss func() float64) (benchRetentionSample, error) {
 	s := benchRetentionSample{Published: len(jobs)}
-	live, err := js.Stream(ctx, snats.EventStream)
+	live, err := streamState(ctx, js, snats.EventStream)
 	if err != nil {
 		return s, err
 	}
-	li, err := live.Info(ctx)
+	s.LiveSubjects, s.LiveMsgs, s.LiveBytes = live.NumSubjects, live.Msgs, live.Bytes
+	arch, err := streamState(ctx, js, snats.ArchiveStream)
 	if err != nil {
 		return s, err
 	}
-	s.LiveSubjects, s.LiveMsgs, s.LiveBytes = li.State.NumSubjects, li.State.Msgs, li.State.Bytes
-	arch, err := js.Stream(ctx, snats.ArchiveStream)
-	if err != nil {
-		return s, err
-	}
-	ai, err := arch.Info(ctx)
-	if err != nil {
-		return s, err
-	}
-	s.ArchiveMsgs, s.ArchiveBytes = ai.State.Msgs, ai.State.Bytes
+	s.ArchiveMsgs, s.ArchiveBytes = arch.Msgs, arch.Bytes
 	disk := dirBytes(filepath.Join(dir, "jetstream"), snats.ArchiveStream)
 	s.ArchiveDiskMB = round2(float64(disk) / (1 << 20))
 	if disk > 0 {
