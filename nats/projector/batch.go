@@ -102,13 +102,20 @@ func (r *Runner) apply(ctx context.Context, msgs []jetstream.Msg, holdFor time.D
 		}
 		last, lastSeq = prev.last, prev.lastSeq // nothing came: what was held is written now
 	}
-	all := append(slices.Clip(prev.recs), recs...) // held records come first in the log
-	hold := r.holdFrom(all, prev.jobs, last, lastSeq, holdFor)
-	if len(all) > 0 {
+	hold := r.holdFrom(prev, recs, last, lastSeq, holdFor)
+	// What still held records change was written when they came: the
+	// values other jobs share. Only the records of the jobs let go now
+	// and the batch's own are applied (held ones first, as in the log).
+	now := slices.Clip(slices.DeleteFunc(slices.Clone(prev.recs), func(rec projections.Record) bool {
+		_, h := hold.jobs[rec.Event.JobID]
+		return h
+	}))
+	now = append(now, recs...)
+	if len(now) > 0 {
 		if !r.lease.Held() {
 			return snats.ErrLeaseLost
 		}
-		if err := r.app.applyHolding(ctx, all, hold.jobs, func() bool { return r.keepLease(ctx) }); err != nil {
+		if err := r.app.applyHolding(ctx, now, hold.jobs, func() bool { return r.keepLease(ctx) }); err != nil {
 			return err
 		}
 	}
@@ -133,7 +140,7 @@ func (r *Runner) apply(ctx context.Context, msgs []jetstream.Msg, holdFor time.D
 	r.next, r.held = next, hold
 	r.update(func(s *Stats) {
 		s.Batches++
-		s.Events += uint64(len(all) - len(hold.recs))
+		s.Events += uint64(len(prev.recs) + len(recs) - len(hold.recs))
 		s.Held = len(hold.recs)
 		s.Gaps += gaps
 		s.Writes, s.Conflicts = r.app.writes, r.app.conflicts
@@ -164,23 +171,26 @@ type held struct {
 	lastSeq uint64
 }
 
-// holdFrom picks the records to hold of all (those held before and the
-// batch's, in log order): those of the jobs whose last record is a Sent,
-// each for up to holdFor since it was first held (before has when, for
-// the jobs held so far). A holdFor of 0 holds nothing.
-func (r *Runner) holdFrom(all []projections.Record, before map[string]time.Time, last jetstream.Msg, lastSeq uint64, holdFor time.Duration) held {
-	if r.cfg.WriteClaims || holdFor <= 0 || len(all) == 0 {
+// holdFrom picks the records to hold, of those held before (prev) and
+// the batch's (recs): those of the jobs whose last record is a Sent, each
+// for up to holdFor since it was first held. A holdFor of 0 holds
+// nothing.
+func (r *Runner) holdFrom(prev held, recs []projections.Record, last jetstream.Msg, lastSeq uint64, holdFor time.Duration) held {
+	if r.cfg.WriteClaims || holdFor <= 0 || len(prev.recs)+len(recs) == 0 {
 		return held{}
 	}
 	now := time.Now()
-	claimed := map[string]bool{}
-	for _, rec := range all {
+	claimed := make(map[string]bool, len(prev.jobs)) // a held job's last record is a Sent
+	for job := range prev.jobs {
+		claimed[job] = true
+	}
+	for _, rec := range recs {
 		_, sent := rec.Event.Data.(events.Sent)
 		claimed[rec.Event.JobID] = sent
 	}
 	h := held{jobs: map[string]time.Time{}, last: last, lastSeq: lastSeq}
 	for job, c := range claimed {
-		since, ok := before[job]
+		since, ok := prev.jobs[job]
 		if !ok {
 			since = now
 		}
@@ -195,9 +205,11 @@ func (r *Runner) holdFrom(all []projections.Record, before map[string]time.Time,
 	if len(h.jobs) == 0 {
 		return held{}
 	}
-	for _, rec := range all {
-		if _, ok := h.jobs[rec.Event.JobID]; ok {
-			h.recs = append(h.recs, rec)
+	for _, list := range [][]projections.Record{prev.recs, recs} {
+		for _, rec := range list {
+			if _, ok := h.jobs[rec.Event.JobID]; ok {
+				h.recs = append(h.recs, rec)
+			}
 		}
 	}
 	return h
