@@ -86,6 +86,11 @@ func (b *benchRun) retention(ctx context.Context) (benchRetention, error) {
 			return r, err
 		}
 		defer p.stop()
+		// Its status page listens before its streams exist: a command
+		// published before it is ready finds no stream to take it.
+		if err := b.childCatchUp(ctx, p, js, 0, true, "retention: engine starting"); err != nil {
+			return r, err
+		}
 		pid := p.cmd.Process.Pid
 		rss = func() float64 { return float64(procStatus(pid, "VmRSS")) / (1 << 20) }
 		r.EngineRSS = "engine process"
