@@ -2,9 +2,12 @@ package projector_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -168,6 +171,28 @@ func BenchmarkAuditLog(b *testing.B) {
 	}
 }
 
+// startProfile starts a CPU profile into file, if one is named, and
+// returns what stops it. A file written before is overwritten: it ends up
+// with the last run's profile.
+func startProfile(b *testing.B, file string) func() {
+	if file == "" {
+		return func() {}
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // cpuTime is the CPU time this process used, server included: on a shared
 // machine it says more than the wall clock.
 func cpuTime() time.Duration {
@@ -176,10 +201,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// runnerProfile names a file for a CPU profile of BenchmarkRunner's
+// catch-ups alone, without the filling of the log (-cpuprofile takes both).
+var runnerProfile = flag.String("runnerprofile", "", "write a CPU profile of BenchmarkRunner's catch-ups to this file")
+
 // BenchmarkRunner measures projection throughput: a runner catching up
 // from nothing with a log of 20,000 or 200,000 events, on a server that
 // fsyncs every write (as serpent run's embedded one). The log is filled
 // on a server that fsyncs less often, then restarted, as filling is setup.
+//
+//	go test ./nats/projector -run '^$' -bench 'Runner/events=200000' -benchtime 1x -args -runnerprofile cpu.out
 func BenchmarkRunner(b *testing.B) {
 	for _, n := range []int{20_000, 200_000} {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
@@ -203,6 +234,7 @@ func BenchmarkRunner(b *testing.B) {
 				runCtx, cancel := context.WithCancel(ctx)
 				done := make(chan struct{})
 				cpu0 := cpuTime()
+				stopProfile := startProfile(b, *runnerProfile)
 				b.StartTimer()
 				go func() { defer close(done); _ = r.Run(runCtx) }()
 				deadline := time.Now().Add(10 * time.Minute)
@@ -212,6 +244,7 @@ func BenchmarkRunner(b *testing.B) {
 				}
 				tick.Stop()
 				b.StopTimer()
+				stopProfile()
 				cpu += cpuTime() - cpu0
 				cancel()
 				<-done
