@@ -3,27 +3,12 @@ package events_test
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/serpent-engine/serpent/events"
+	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
-
-// benchResult is a result of the size the sandbox returns: ten organic
-// results, about 2 KB.
-var benchResult = func() []byte {
-	var b strings.Builder
-	b.WriteString(`{"requestId":"req_bench","search":{"query":"espresso scale","country":"US","language":"en","device":"mobile","limit":10},"organic":[`)
-	for i := 1; i <= 10; i++ {
-		if i > 1 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `{"position":%d,"title":"Best espresso scale of the year, tested and reviewed","link":"https://news.example.net/espresso-scale/%d","snippet":"We weighed every espresso scale on the market so you do not have to."}`, i, 1000+i)
-	}
-	b.WriteString(`],"pages":1,"searchedAt":"2026-12-02T14:00:00Z"}`)
-	return []byte(b.String())
-}()
 
 // benchLog is the message bodies of jobs as the engine writes them, jobs
 // interleaved: JobScheduled and AttemptCreated in one message, Sent, and
@@ -64,7 +49,7 @@ func benchLog(tb testing.TB, jobs int) ([][]byte, int) {
 			msg(s[events.TypeOutcomeClassified], s[events.TypeKeyRotated])
 			msg(s[events.TypeSent])
 		}
-		msg(events.ObservationStored{Key: sampleKey, RequestID: "req_bench", Pages: 1, Result: benchResult})
+		msg(events.ObservationStored{Key: sampleKey, RequestID: "req_bench", Pages: 1, Result: projectionstest.BenchResult})
 	}
 	var out [][]byte
 	for k := 0; ; k++ {

@@ -5,61 +5,16 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/audit"
-	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
 
 // The figures and the commands are in docs/performance.md.
-
-// benchResult is a result body of the size the sandbox returns (ten
-// organic results, about 2 KB).
-var benchResult = func() []byte {
-	var b strings.Builder
-	b.WriteString(`{"requestId":"req_bench","search":{"query":"espresso scale","country":"US","language":"en","device":"mobile","limit":10},"organic":[`)
-	for i := 1; i <= 10; i++ {
-		if i > 1 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `{"position":%d,"title":"Best espresso scale of the year, tested and reviewed","link":"https://news.example.net/espresso-scale/%d","snippet":"We weighed every espresso scale on the market so you do not have to."}`, i, 1000+i)
-	}
-	b.WriteString(`],"pages":1,"searchedAt":"2026-12-02T14:00:00Z"}`)
-	return []byte(b.String())
-}()
-
-// benchJob is one job's encoded events: a plain success, a lost reply
-// resent with the same key, or a 408 and a new key.
-func benchJob(b testing.TB, ids *projectionstest.IDs, i int) [][]byte {
-	j := projectionstest.NewJob(b, ids, "bench "+strconv.Itoa(i), projectionstest.T0.Add(time.Duration(i%1440)*time.Minute))
-	ok := aggregate.Outcome{Status: 200, RequestID: "req_" + strconv.Itoa(i), Result: benchResult, Pages: 1}
-	j.Send()
-	switch i % 20 {
-	case 0, 1, 2, 3, 4:
-		j.Reply(aggregate.Outcome{Unknown: "timeout"})
-		j.Send()
-	case 5, 6, 7:
-		j.Reply(aggregate.Outcome{Status: 408, Code: "search_timeout", RequestID: "req_t" + strconv.Itoa(i)})
-		j.Send()
-	}
-	j.Reply(ok)
-	out := make([][]byte, len(j.Log))
-	for k, e := range j.Log {
-		enc, err := events.Encode(e)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[k] = enc
-	}
-	return out
-}
 
 // benchEvents makes about n encoded events in memory, a thousand jobs
 // interleaved at a time, as the projector's benchmarks write them.
@@ -69,7 +24,7 @@ func benchEvents(b *testing.B, n int) [][]byte {
 	for base := 0; len(out) < n; base += 1000 {
 		jobs := make([][][]byte, 1000)
 		for i := range jobs {
-			jobs[i] = benchJob(b, ids, base+i)
+			jobs[i] = projectionstest.BenchJob(b, ids, base+i)
 		}
 		for k := 0; ; k++ {
 			more := false

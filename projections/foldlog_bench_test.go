@@ -1,10 +1,8 @@
 package projections_test
 
 import (
-	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,21 +11,6 @@ import (
 	"github.com/serpent-engine/serpent/projections"
 	"github.com/serpent-engine/serpent/projections/projectionstest"
 )
-
-// benchResult is a result of the size the sandbox returns: ten organic
-// results, about 2 KB.
-var benchResult = func() []byte {
-	var b strings.Builder
-	b.WriteString(`{"requestId":"req_bench","search":{"query":"espresso scale","country":"US","language":"en","device":"mobile","limit":10},"organic":[`)
-	for i := 1; i <= 10; i++ {
-		if i > 1 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `{"position":%d,"title":"Best espresso scale of the year, tested and reviewed","link":"https://news.example.net/espresso-scale/%d","snippet":"We weighed every espresso scale on the market so you do not have to."}`, i, 1000+i)
-	}
-	b.WriteString(`],"pages":1,"searchedAt":"2026-12-02T14:00:00Z"}`)
-	return []byte(b.String())
-}()
 
 // benchLog is the messages of jobs as the engine writes them: the events
 // of one decision in one message (a group when there are several), jobs
@@ -68,7 +51,7 @@ func benchLog(b *testing.B, jobs int) ([][]byte, int) {
 			j.Send()
 			cut()
 		}
-		j.Reply(aggregate.Outcome{Status: 200, RequestID: "req_" + strconv.Itoa(i), Result: benchResult, Pages: 1})
+		j.Reply(aggregate.Outcome{Status: 200, RequestID: "req_" + strconv.Itoa(i), Result: projectionstest.BenchResult, Pages: 1})
 		cut()
 	}
 	var out [][]byte

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	gosync "sync"
 	"syscall"
@@ -17,7 +16,6 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
-	"github.com/serpent-engine/serpent/aggregate"
 	"github.com/serpent-engine/serpent/audit"
 	"github.com/serpent-engine/serpent/events"
 	snats "github.com/serpent-engine/serpent/nats"
@@ -28,47 +26,6 @@ import (
 
 // The benchmarks run against an embedded server on this machine. The
 // figures and the commands are in docs/performance.md.
-
-// benchResult is a result body of the size the sandbox returns (ten
-// organic results, about 2 KB).
-var benchResult = func() []byte {
-	var b strings.Builder
-	b.WriteString(`{"requestId":"req_bench","search":{"query":"espresso scale","country":"US","language":"en","device":"mobile","limit":10},"organic":[`)
-	for i := 1; i <= 10; i++ {
-		if i > 1 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `{"position":%d,"title":"Best espresso scale of the year, tested and reviewed","link":"https://news.example.net/espresso-scale/%d","snippet":"We weighed every espresso scale on the market so you do not have to."}`, i, 1000+i)
-	}
-	b.WriteString(`],"pages":1,"searchedAt":"2026-12-02T14:00:00Z"}`)
-	return []byte(b.String())
-}()
-
-// benchJob is one job's encoded events: a plain success, a lost reply
-// resent with the same key, or a 408 and a new key.
-func benchJob(b testing.TB, ids *projectionstest.IDs, i int) [][]byte {
-	j := projectionstest.NewJob(b, ids, "bench "+strconv.Itoa(i), projectionstest.T0.Add(time.Duration(i%1440)*time.Minute))
-	ok := aggregate.Outcome{Status: 200, RequestID: "req_" + strconv.Itoa(i), Result: benchResult, Pages: 1}
-	j.Send()
-	switch i % 20 {
-	case 0, 1, 2, 3, 4:
-		j.Reply(aggregate.Outcome{Unknown: "timeout"})
-		j.Send()
-	case 5, 6, 7:
-		j.Reply(aggregate.Outcome{Status: 408, Code: "search_timeout", RequestID: "req_t" + strconv.Itoa(i)})
-		j.Send()
-	}
-	j.Reply(ok)
-	out := make([][]byte, len(j.Log))
-	for k, e := range j.Log {
-		enc, err := events.Encode(e)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[k] = enc
-	}
-	return out
-}
 
 // benchLog fills SERP_EVENTS with about n events (jobs of 4 to 7 events,
 // a thousand jobs interleaved at a time) and returns the server, which
@@ -92,7 +49,7 @@ func benchLog(b *testing.B, n int, sync time.Duration) *natstest.Server {
 				defer wg.Done()
 				ids := projectionstest.IDsFrom(uint64(base+lo) * 100)
 				for i := lo; i < min(hi, window); i++ {
-					jobs[i] = benchJob(b, ids, base+i)
+					jobs[i] = projectionstest.BenchJob(b, ids, base+i)
 				}
 			}(w, w+per)
 		}
