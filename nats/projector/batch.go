@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -106,10 +105,12 @@ func (r *Runner) apply(ctx context.Context, msgs []jetstream.Msg, holdFor time.D
 	// What still held records change was written when they came: the
 	// values other jobs share. Only the records of the jobs let go now
 	// and the batch's own are applied (held ones first, as in the log).
-	now := slices.Clip(slices.DeleteFunc(slices.Clone(prev.recs), func(rec projections.Record) bool {
-		_, h := hold.jobs[rec.Event.JobID]
-		return h
-	}))
+	now := make([]projections.Record, 0, len(prev.recs)+len(recs))
+	for _, rec := range prev.recs {
+		if _, h := hold.jobs[rec.Event.JobID]; !h {
+			now = append(now, rec)
+		}
+	}
 	now = append(now, recs...)
 	if len(now) > 0 {
 		if !r.lease.Held() {
